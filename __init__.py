@@ -1,0 +1,58 @@
+"""crossgrad: define a custom-gradient op once; get TensorFlow, JAX and NumPy versions,
+cross-checked.
+
+``crossgrad.tensorflow`` and ``crossgrad.jax`` import their framework on first access;
+``import crossgrad`` itself imports neither.
+"""
+
+from __future__ import annotations
+
+from crossgrad.backends import numpy
+from crossgrad.registry import ops as _builtin_ops  # Registers the built-in ops.
+from crossgrad.registry.crosscheck import cross_check
+from crossgrad.registry.errors import CrossgradError
+from crossgrad.registry.namespace import FUNCTIONS as NAMESPACE_FUNCTIONS
+from crossgrad.registry.op_registry import get
+from crossgrad.registry.op_registry import names
+from crossgrad.registry.op_registry import register
+from crossgrad.registry.op_registry import unregister
+from crossgrad.registry.opdef import OpDef
+from crossgrad.registry.report import Report
+from crossgrad.registry.report import Row
+from crossgrad.registry.validation import ArraySpec
+
+__version__ = "0.1.0"
+
+_LAZY_BACKENDS = ("tensorflow", "jax")
+
+__all__ = (
+    "ArraySpec",
+    "CrossgradError",
+    "NAMESPACE_FUNCTIONS",
+    "OpDef",
+    "Report",
+    "Row",
+    "cross_check",
+    "get",
+    "jax",
+    "names",
+    "numpy",
+    "register",
+    "tensorflow",
+    "unregister",
+)
+
+del _builtin_ops
+
+
+def __getattr__(name: str):
+  if name in _LAZY_BACKENDS:
+    from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+    module = base.load(name)
+    globals()[name] = module
+    return module
+  raise AttributeError(f"module 'crossgrad' has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(set(globals()) | set(_LAZY_BACKENDS))

@@ -1,0 +1,1 @@
+"""Backends (numpy, tensorflow, jax); each imports its framework only when loaded."""

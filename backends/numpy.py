@@ -1,0 +1,113 @@
+"""The NumPy reference backend: forward values and VJPs in plain NumPy."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from crossgrad.backends import base
+from crossgrad.registry import validation
+from crossgrad.registry.errors import CrossgradError
+from crossgrad.registry.namespace import Namespace
+from crossgrad.registry.opdef import OpDef
+
+NAME = "numpy"
+MODES = ("eager",)
+
+
+def _clip(x, lo, hi):
+  return np.clip(x, lo, hi) if (lo is not None or hi is not None) else np.asarray(x)
+
+
+xp = Namespace(NAME, {
+    "abs": np.abs, "negative": np.negative, "sign": np.sign, "exp": np.exp, "log": np.log,
+    "sqrt": np.sqrt, "square": np.square, "tanh": np.tanh, "maximum": np.maximum,
+    "minimum": np.minimum, "round": np.round, "floor": np.floor, "ceil": np.ceil,
+    "clip": _clip, "where": np.where, "less": np.less, "less_equal": np.less_equal,
+    "greater": np.greater, "greater_equal": np.greater_equal, "equal": np.equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or,
+    "logical_not": np.logical_not, "sum": np.sum, "mean": np.mean, "max": np.max,
+    "min": np.min, "reshape": np.reshape, "transpose": np.transpose,
+    "broadcast_to": np.broadcast_to, "expand_dims": np.expand_dims, "matmul": np.matmul,
+    "zeros_like": np.zeros_like, "ones_like": np.ones_like, "full_like": np.full_like,
+    "zeros": np.zeros, "ones": np.ones, "astype": lambda x, dtype: np.asarray(x).astype(dtype),
+})
+
+
+def spec_of(x: Any) -> validation.ArraySpec:
+  x = np.asarray(x)
+  return validation.ArraySpec(tuple(x.shape), x.dtype.name)
+
+
+def _prepare(op: OpDef, params: dict, inputs: Sequence[Any]) -> list[np.ndarray]:
+  validation.check_input_count(op, NAME, inputs)
+  arrays = [np.asarray(x) for x in inputs]
+  validation.check_inputs(op, NAME, [spec_of(x) for x in arrays], params)
+  return arrays
+
+
+def _run_forward(op: OpDef, params: dict, arrays: list[np.ndarray]):
+  outputs, residuals = validation.check_forward_result(
+      op, NAME, op.forward(xp, *arrays, **params))
+  if isinstance(outputs, (tuple, list)):
+    outputs = tuple(np.asarray(o) for o in outputs)
+  else:
+    outputs = np.asarray(outputs)
+  return outputs, residuals
+
+
+def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
+  def forward(*inputs):
+    return _run_forward(op, params, _prepare(op, params, inputs))[0]
+  return forward
+
+
+get = base.make_get(NAME, _emit)
+
+
+def vjp(op: str | OpDef, *inputs: Any, **params: Any):
+  """Like `jax.vjp` for the reference: returns ``(outputs, vjp_fn)``.
+
+  ``vjp_fn(g)`` takes a cotangent shaped like ``outputs`` (a tuple for several
+  outputs, None for integer ones) and returns one cotangent per input (None for
+  non-differentiable inputs), validated like every backend's.
+  """
+  emitted = get(op, **params)
+  opdef, resolved = emitted.op, emitted.params
+  arrays = _prepare(opdef, resolved, inputs)
+  outputs, residuals = _run_forward(opdef, resolved, arrays)
+  single = not isinstance(outputs, tuple)
+  output_specs = [spec_of(o) for o in validation.as_tuple(outputs)]
+  input_specs = [spec_of(x) for x in arrays]
+
+  def vjp_fn(g):
+    upstream = validation.as_tuple(g) if not single else (g,)
+    if len(upstream) != len(output_specs):
+      raise CrossgradError("cotangent must mirror the outputs", op=opdef.name, backend=NAME,
+                           argument="g", expected=f"{len(output_specs)} arrays",
+                           actual=len(upstream))
+    upstream = [None if u is None else np.asarray(u) for u in upstream]
+    g = validation.cotangent_for(opdef, output_specs, upstream,
+                                 lambda i: np.zeros(output_specs[i].shape,
+                                                    output_specs[i].dtype), single)
+    cotangents = opdef.backward(xp, residuals, g, **resolved)
+    cotangents = validation.check_cotangents(
+        opdef, NAME, input_specs, cotangents, spec_of)
+    return tuple(None if c is None else np.asarray(c) for c in cotangents)
+
+  return outputs, vjp_fn
+
+
+def devices() -> list[str]:
+  return ["cpu:0"]
+
+
+def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
+             *, device: str = "cpu:0", mode: str = "eager"):
+  """Outputs (as a tuple) and input cotangents for the given output cotangent."""
+  del device  # NumPy runs on the host.
+  base.check_mode(NAME, mode, MODES)
+  outputs, vjp_fn = vjp(op, *inputs, **params)
+  single = not isinstance(outputs, tuple)
+  return validation.as_tuple(outputs), vjp_fn(cotangent[0] if single else tuple(cotangent))

@@ -1,0 +1,145 @@
+"""The TensorFlow backend: each op becomes a `tf.custom_gradient` function.
+
+The namespace is written with core TF ops, so it never depends on
+`tf.experimental.numpy.experimental_enable_numpy_behavior()` (a process-wide switch
+crossgrad must not flip) and every op compiles under XLA.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from crossgrad.backends import base
+from crossgrad.registry import validation
+from crossgrad.registry.namespace import Namespace
+from crossgrad.registry.opdef import OpDef
+
+NAME = "tensorflow"
+MODES = ("eager", "graph", "jit")
+
+
+def _is_tensor(x: Any) -> bool:
+  return isinstance(x, (tf.Tensor, tf.Variable, np.ndarray, np.generic))
+
+
+def _coerce(*values):
+  """Python scalars take the dtype of the first array among ``values`` (weak scalars)."""
+  dtype = next((tf.as_dtype(v.dtype) for v in values if _is_tensor(v)), None)
+  return [v if _is_tensor(v) or dtype is None else tf.constant(v, dtype) for v in values]
+
+
+def _binary(fn):
+  return lambda a, b: fn(*_coerce(a, b))
+
+
+def _where(cond, a, b):
+  return tf.where(cond, *_coerce(a, b))
+
+
+def _clip(x, lo, hi):
+  x = tf.convert_to_tensor(x)
+  if lo is not None:
+    x = tf.maximum(x, tf.cast(lo, x.dtype))
+  if hi is not None:
+    x = tf.minimum(x, tf.cast(hi, x.dtype))
+  return x
+
+
+def _reduction(fn):
+  return lambda x, axis=None, keepdims=False: fn(x, axis=axis, keepdims=keepdims)
+
+
+xp = Namespace(NAME, {
+    "abs": tf.abs, "negative": tf.negative, "sign": tf.sign, "exp": tf.exp,
+    "log": tf.math.log, "sqrt": tf.sqrt, "square": tf.square, "tanh": tf.tanh,
+    "maximum": _binary(tf.maximum), "minimum": _binary(tf.minimum),
+    "round": tf.round,  # Half to even, like numpy.round.
+    "floor": tf.floor, "ceil": tf.math.ceil, "clip": _clip, "where": _where,
+    "less": _binary(tf.less), "less_equal": _binary(tf.less_equal),
+    "greater": _binary(tf.greater), "greater_equal": _binary(tf.greater_equal),
+    "equal": _binary(tf.equal), "logical_and": tf.logical_and,
+    "logical_or": tf.logical_or, "logical_not": tf.logical_not,
+    "sum": _reduction(tf.reduce_sum), "mean": _reduction(tf.reduce_mean),
+    "max": _reduction(tf.reduce_max), "min": _reduction(tf.reduce_min),
+    "reshape": tf.reshape, "transpose": lambda x, axes=None: tf.transpose(x, perm=axes),
+    "broadcast_to": tf.broadcast_to, "expand_dims": tf.expand_dims,
+    "matmul": tf.linalg.matmul, "zeros_like": tf.zeros_like, "ones_like": tf.ones_like,
+    "full_like": lambda x, value: tf.fill(tf.shape(x), tf.cast(value, x.dtype)),
+    "zeros": tf.zeros, "ones": tf.ones, "astype": tf.cast,
+})
+
+
+def spec_of(x: Any) -> validation.ArraySpec:
+  shape = x.shape
+  dims = None if shape.rank is None else tuple(shape.as_list())
+  return validation.ArraySpec(dims, tf.as_dtype(x.dtype).name)
+
+
+def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
+  @tf.custom_gradient
+  def core(*inputs):
+    outputs, residuals = validation.check_forward_result(
+        op, NAME, op.forward(xp, *inputs, **params))
+    single = not isinstance(outputs, (tuple, list))
+    if not single:
+      outputs = tuple(outputs)
+    output_list = validation.as_tuple(outputs)
+    input_specs = [spec_of(x) for x in inputs]
+    output_specs = [spec_of(o) for o in output_list]
+
+    def grad(*upstream):
+      g = validation.cotangent_for(op, output_specs, upstream,
+                                   lambda i: tf.zeros_like(output_list[i]), single)
+      cotangents = op.backward(xp, residuals, g, **params)
+      return list(validation.check_cotangents(op, NAME, input_specs, cotangents, spec_of))
+
+    return outputs, grad
+
+  def call(*inputs):
+    validation.check_input_count(op, NAME, inputs)
+    # Reading variables here lets the tape route their gradients through `core`.
+    tensors = [tf.convert_to_tensor(x) for x in inputs]
+    validation.check_inputs(op, NAME, [spec_of(x) for x in tensors], params)
+    return core(*tensors)
+
+  return call
+
+
+get = base.make_get(NAME, _emit)
+
+
+def devices() -> list[str]:
+  """Every logical device TensorFlow sees, as ``type:index`` (CPU first)."""
+  found = [d.name.split("device:")[-1].lower() for d in tf.config.list_logical_devices()]
+  return sorted(found, key=lambda n: (not n.startswith("cpu"), n))
+
+
+def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
+             *, device: str = "cpu:0", mode: str = "jit"):
+  """Outputs (as a tuple) and input cotangents, eagerly, in a graph, or under XLA."""
+  base.check_mode(NAME, mode, MODES)
+  fn = get(op, **params)
+
+  def run(args, cots):
+    with tf.GradientTape() as tape:
+      diff_args = [args[i] for i in op.diff_argnums]
+      for x in diff_args:
+        tape.watch(x)
+      outs = validation.as_tuple(fn(*args))
+    pairs = [(o, c) for o, c in zip(outs, cots) if c is not None]
+    grads = tape.gradient([o for o, _ in pairs], diff_args,
+                          output_gradients=[c for _, c in pairs],
+                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    return outs, grads
+
+  if mode != "eager":
+    run = tf.function(run, jit_compile=(mode == "jit"), autograph=False)
+  with tf.device("/device:" + device.upper()):
+    args = [tf.constant(x) for x in inputs]
+    cots = [None if c is None else tf.constant(c) for c in cotangent]
+    outs, grads = run(args, cots)
+  return (tuple(o.numpy() for o in outs),
+          base.merge_cotangents(op, [g.numpy() for g in grads]))

@@ -1,0 +1,260 @@
+"""The cross-check engine: every backend against the NumPy reference, and the
+reference against finite differences.
+
+For each op and static-parameter set: the op's ``sample`` gives inputs; in float64
+the reference VJP is checked by finite differences (of the forward for exact ops, of
+the declared surrogate for surrogate ops); then for each dtype, backend, device and
+mode the forward values and the VJP for one shared random cotangent are compared with
+the reference at a dtype-aware tolerance. Frameworks are imported only through
+`crossgrad.backends.base.load`, and only for the backends asked for.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+import traceback
+import zlib
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from crossgrad.registry import finite_diff, op_registry, validation
+from crossgrad.registry.errors import CrossgradError
+from crossgrad.registry.opdef import OpDef
+from crossgrad.registry.report import Report, Row
+
+TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
+DEFAULT_BACKENDS = ("tensorflow", "jax")
+DEFAULT_DTYPES = ("float32", "float64")
+
+
+def _load(name: str):
+  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  return base.load(name)
+
+
+def max_relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
+  """max |a - e| over the largest magnitude of either; inf on shape or NaN mismatch."""
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if actual.shape != expected.shape:
+    return float("inf")
+  a, e = actual.astype(np.float64), expected.astype(np.float64)
+  if not np.array_equal(np.isnan(a), np.isnan(e)):
+    return float("inf")
+  a, e = np.nan_to_num(a), np.nan_to_num(e)
+  scale = max(np.max(np.abs(a), initial=0.0), np.max(np.abs(e), initial=0.0))
+  diff = np.max(np.abs(a - e), initial=0.0)
+  return 0.0 if diff == 0 else float(diff / max(scale, np.finfo(np.float64).tiny))
+
+
+def _compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]):
+  """Worst error over the pairs, and a note naming the worst one or a dtype mismatch."""
+  worst, note = 0.0, ""
+  for name, a, e in zip(names, actual, expected):
+    if e is None:
+      continue
+    a, e = np.asarray(a), np.asarray(e)
+    if a.dtype != e.dtype:
+      return float("inf"), f"{name}: dtype {a.dtype}, reference {e.dtype}"
+    if a.shape != e.shape:
+      return float("inf"), f"{name}: shape {a.shape}, reference {e.shape}"
+    err = max_relative_error(a, e)
+    if not np.issubdtype(e.dtype, np.floating) and err:
+      return float("inf"), f"{name}: integer values differ"
+    if err > worst or not note:
+      worst, note = err, f"worst: {name}"
+  return worst, note
+
+
+def _cast_inputs(op: OpDef, inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray]:
+  return [x.astype(dtype) if np.issubdtype(x.dtype, np.floating) else x for x in inputs]
+
+
+def _sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray]:
+  if op.sample is None:
+    raise CrossgradError("cannot cross-check an op without 'sample'", op=op.name,
+                         argument="sample", hint="Add OpDef(sample=lambda rng: (...,))")
+  rng = np.random.default_rng([seed, zlib.crc32(op.name.encode()), len(params)])
+  inputs = [np.asarray(x) for x in op.sample(rng)]
+  validation.check_input_count(op, "numpy", inputs)
+  return inputs
+
+
+def _params_label(params: dict) -> str:
+  return ",".join(f"{k}={v}" for k, v in sorted(params.items())) or "-"
+
+
+def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+                           seed: int = 0) -> list[Row]:
+  """float64 rows checking the reference backward by finite differences."""
+  reference = _load("numpy")
+  inputs = _cast_inputs(op, inputs, "float64")
+  diff = op.diff_argnums
+
+  def with_diff(diff_inputs):
+    full = list(inputs)
+    for i, x in zip(diff, diff_inputs):
+      full[i] = x
+    return full
+
+  def floating(outputs):
+    return [o for o in validation.as_tuple(outputs) if np.issubdtype(o.dtype, np.floating)]
+
+  def forward(diff_inputs):
+    return floating(op.forward(reference.xp, *with_diff(diff_inputs), **params)[0])
+
+  def surrogate(diff_inputs):
+    return floating(op.surrogate(reference.xp, *with_diff(diff_inputs), **params))
+
+  def vjp(diff_inputs, cotangents):
+    outputs, vjp_fn = reference.vjp(op, *with_diff(diff_inputs), **params)
+    it = iter(cotangents)
+    g = tuple(next(it) if np.issubdtype(o.dtype, np.floating) else None
+              for o in validation.as_tuple(outputs))
+    cts = vjp_fn(g if isinstance(outputs, tuple) else g[0])
+    return [cts[i] for i in diff]
+
+  label = _params_label(params)
+  diff_inputs = [inputs[i] for i in diff]
+
+  def row(check, target, must_pass, note_fn):
+    start = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    try:
+      err, how = finite_diff.vjp_error(target, vjp, diff_inputs, rng)
+    except Exception as e:  # pylint: disable=broad-except
+      return Row(op.name, label, "numpy", "cpu:0", "float64", "eager", check, None,
+                 finite_diff.TOLERANCE, False, _first_line(e), time.perf_counter() - start)
+    passed = err <= finite_diff.TOLERANCE
+    return Row(op.name, label, "numpy", "cpu:0", "float64", "eager", check, err,
+               finite_diff.TOLERANCE, passed or not must_pass, f"{how}; {note_fn(passed)}",
+               time.perf_counter() - start)
+
+  if op.gradient == "exact":
+    return [row("fd", forward, True,
+                lambda p: "backward matches the forward's derivative" if p
+                else "backward is NOT the derivative of forward")]
+  rows = [row("fd_forward", forward, False,
+              lambda p: "backward equals the forward's derivative: could be "
+              "gradient='exact'" if p else "surrogate: backward is not the forward's "
+              "derivative, as declared")]
+  if op.surrogate is not None:
+    rows.append(row("fd", surrogate, True,
+                    lambda p: "backward matches the surrogate's derivative" if p
+                    else "backward is NOT the derivative of the declared surrogate"))
+  return rows
+
+
+def _select_devices(available: Sequence[str], devices: str | Sequence[str]) -> list[str]:
+  wanted = [devices] if isinstance(devices, str) else list(devices)
+  if "all" in wanted:
+    return list(available)
+  return [d for d in available if d in wanted or d.split(":")[0] in wanted]
+
+
+def _environment(backends: Iterable[str]) -> dict[str, Any]:
+  env = {"python": sys.version.split()[0], "platform": platform.platform(),
+         "numpy": np.__version__}
+  for name in backends:
+    module = sys.modules.get({"tensorflow": "tensorflow", "jax": "jax"}.get(name, ""))
+    if module is not None:
+      env[name] = module.__version__
+      env[f"{name}_devices"] = _load(name).devices()
+  return env
+
+
+def _first_line(e: BaseException) -> str:
+  text = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
+
+
+def cross_check(
+    ops: Iterable[str | OpDef] | str | OpDef | None = None,
+    *,
+    backends: Sequence[str] = DEFAULT_BACKENDS,
+    dtypes: Sequence[str] = DEFAULT_DTYPES,
+    devices: str | Sequence[str] = "all",
+    modes: Sequence[str] | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+  """Cross-checks ops (names or `OpDef`s; default: every registered op).
+
+  Args:
+    ops: what to check.
+    backends: frameworks compared with the NumPy reference.
+    dtypes: floating dtypes the inputs are cast to (integer inputs stay integer).
+    devices: "all", a platform ("cpu", "gpu", "tpu") or device names ("gpu:1").
+    modes: execution modes to cover, e.g. ("eager", "jit"); default every mode each
+      backend has (TensorFlow: eager, graph, jit; JAX: eager, jit).
+    seed: seeds the sampled inputs, cotangents and finite-difference directions.
+    progress: called with a line of text as each group of checks starts.
+
+  Returns:
+    A `Report`; ``report.ok`` is True only if every row passed.
+  """
+  start = time.perf_counter()
+  opdefs = op_registry.resolve(ops)
+  reference = _load("numpy")
+  modules = {name: _load(name) for name in backends if name != "numpy"}
+  say = progress or (lambda _: None)
+  rows: list[Row] = []
+  for index, op in enumerate(opdefs, 1):
+    for params in op.param_sets:
+      params = op.resolve_params(params)
+      label = _params_label(params)
+      say(f"[{index}/{len(opdefs)}] {op.name} {label}: finite differences")
+      try:
+        inputs = _sample(op, seed, params)
+      except Exception as e:  # pylint: disable=broad-except
+        rows.append(Row(op.name, label, "numpy", "cpu:0", "-", "-", "sample", None, None,
+                        False, _first_line(e)))
+        continue
+      rows.extend(finite_difference_rows(op, params, inputs, seed))
+      for dtype in dtypes:
+        rows.extend(_dtype_rows(op, params, label, _cast_inputs(op, inputs, dtype), dtype,
+                                reference, modules, devices, modes, seed, say))
+  return Report(rows, time.perf_counter() - start, _environment(modules))
+
+
+def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, modes, seed,
+                say) -> list[Row]:
+  rows = []
+  rng = np.random.default_rng([seed, zlib.crc32(dtype.encode())])
+  try:
+    shapes = validation.as_tuple(reference.get(op, **params)(*inputs))
+    cotangent = [rng.standard_normal(o.shape).astype(o.dtype)
+                 if np.issubdtype(o.dtype, np.floating) else None for o in shapes]
+    ref_outputs, ref_cts = reference.evaluate(op, params, inputs, cotangent)
+  except Exception as e:  # pylint: disable=broad-except
+    return [Row(op.name, label, "numpy", "cpu:0", dtype, "eager", "reference", None, None,
+                False, _first_line(e))]
+  tolerance = TOLERANCE.get(dtype, 1e-5)
+  output_names = [f"output {i}" for i in range(len(ref_outputs))]
+  input_names = [f"d{name}" for name in op.input_names]
+  for name, module in modules.items():
+    for device in _select_devices(module.devices(), devices):
+      for mode in module.MODES if modes is None else [m for m in modes if m in module.MODES]:
+        say(f"  {op.name} {label} {dtype} {name} {device} {mode}")
+        started = time.perf_counter()
+        try:
+          outputs, cts = module.evaluate(op, params, inputs, cotangent, device=device,
+                                         mode=mode)
+        except Exception as e:  # pylint: disable=broad-except
+          note = _first_line(e)
+          if not isinstance(e, CrossgradError):
+            note += " | " + traceback.format_exc(limit=-1).strip().splitlines()[-1][:200]
+          for check in ("forward", "vjp"):
+            rows.append(Row(op.name, label, name, device, dtype, mode, check, None,
+                            tolerance, False, note, time.perf_counter() - started))
+          continue
+        seconds = time.perf_counter() - started
+        for check, got, want, names in (("forward", outputs, ref_outputs, output_names),
+                                        ("vjp", cts, ref_cts, input_names)):
+          err, note = _compare(got, want, names)
+          passed = err <= tolerance
+          rows.append(Row(op.name, label, name, device, dtype, mode, check, err, tolerance,
+                          passed, "" if passed else note, seconds))
+  return rows

@@ -1,0 +1,61 @@
+"""The one exception crossgrad raises for bad definitions, bad input and failed checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CrossgradError(ValueError):
+  """A crossgrad error that names the op, the backend and the argument at fault.
+
+  The message reads ``[crossgrad] op 'NAME' (BACKEND), ARGUMENT: PROBLEM:
+  expected EXPECTED, got ACTUAL. HINT``; each part appears only when known.
+  The parts stay available as attributes so callers can react to them.
+  """
+
+  def __init__(
+      self,
+      problem: str,
+      *,
+      op: str | None = None,
+      backend: str | None = None,
+      argument: str | None = None,
+      expected: Any = None,
+      actual: Any = None,
+      hint: str | None = None,
+  ):
+    self.problem = problem
+    self.op = op
+    self.backend = backend
+    self.argument = argument
+    self.expected = expected
+    self.actual = actual
+    self.hint = hint
+    super().__init__(self._format())
+
+  def _format(self) -> str:
+    where = []
+    if self.op is not None:
+      where.append(f"op '{self.op}'" + (f" ({self.backend})" if self.backend else ""))
+    elif self.backend is not None:
+      where.append(f"backend {self.backend}")
+    if self.argument is not None:
+      where.append(self.argument)
+    text = "[crossgrad] " + (", ".join(where) + ": " if where else "") + self.problem
+    if self.expected is not None or self.actual is not None:
+      text += f": expected {self.expected}, got {self.actual}"
+    if self.hint:
+      text += f". {self.hint}"
+    return text
+
+  def located(self, *, op: str | None = None, backend: str | None = None) -> CrossgradError:
+    """Returns this error with the op and backend filled in where still unknown."""
+    return CrossgradError(
+        self.problem,
+        op=self.op or op,
+        backend=self.backend or backend,
+        argument=self.argument,
+        expected=self.expected,
+        actual=self.actual,
+        hint=self.hint,
+    )

@@ -1,0 +1,92 @@
+"""The NumPy-style namespace ``xp`` that op definitions are written against.
+
+`FUNCTIONS` is the one documented list: every backend implements exactly these names
+with NumPy's semantics, so an op written with them means the same thing everywhere.
+Arrays also support ``+ - * / ** @``, unary ``-``, comparisons and ``.shape``.
+Python scalars mixed with arrays take the array's dtype (NumPy 2 "weak" scalars).
+Dtypes are given as names ("float32") or taken from an array (``x.dtype``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from crossgrad.registry.errors import CrossgradError
+
+FUNCTIONS: dict[str, str] = {
+    # Elementwise arithmetic.
+    "abs": "abs(x)",
+    "negative": "negative(x)",
+    "sign": "sign(x)",
+    "exp": "exp(x)",
+    "log": "log(x)",
+    "sqrt": "sqrt(x)",
+    "square": "square(x)",
+    "tanh": "tanh(x)",
+    "maximum": "maximum(a, b)",
+    "minimum": "minimum(a, b)",
+    "round": "round(x): half to even, as numpy.round",
+    "floor": "floor(x)",
+    "ceil": "ceil(x)",
+    "clip": "clip(x, lo, hi): either bound may be None",
+    "where": "where(cond, a, b)",
+    # Comparisons and logic (boolean results).
+    "less": "less(a, b)",
+    "less_equal": "less_equal(a, b)",
+    "greater": "greater(a, b)",
+    "greater_equal": "greater_equal(a, b)",
+    "equal": "equal(a, b)",
+    "logical_and": "logical_and(a, b)",
+    "logical_or": "logical_or(a, b)",
+    "logical_not": "logical_not(x)",
+    # Reductions.
+    "sum": "sum(x, axis=None, keepdims=False)",
+    "mean": "mean(x, axis=None, keepdims=False)",
+    "max": "max(x, axis=None, keepdims=False)",
+    "min": "min(x, axis=None, keepdims=False)",
+    # Shapes and linear algebra.
+    "reshape": "reshape(x, shape)",
+    "transpose": "transpose(x, axes=None)",
+    "broadcast_to": "broadcast_to(x, shape)",
+    "expand_dims": "expand_dims(x, axis)",
+    "matmul": "matmul(a, b)",
+    # Creation and casts.
+    "zeros_like": "zeros_like(x)",
+    "ones_like": "ones_like(x)",
+    "full_like": "full_like(x, value)",
+    "zeros": "zeros(shape, dtype)",
+    "ones": "ones(shape, dtype)",
+    "astype": "astype(x, dtype)",
+}
+
+
+class Namespace:
+  """A backend's implementation of `FUNCTIONS`; any other name is a clear error."""
+
+  def __init__(self, backend: str, table: Mapping[str, Callable[..., Any]]):
+    missing = sorted(set(FUNCTIONS) - set(table))
+    extra = sorted(set(table) - set(FUNCTIONS))
+    if missing or extra:
+      raise CrossgradError("namespace does not match the documented list", backend=backend,
+                           expected="exactly the documented names",
+                           actual=f"missing {missing}, extra {extra}")
+    self._backend = backend
+    self.__dict__.update(table)
+
+  @property
+  def backend(self) -> str:
+    return self._backend
+
+  def __getattr__(self, name: str):
+    if name.startswith("__"):
+      raise AttributeError(name)
+    raise CrossgradError(
+        f"xp.{name} is not in crossgrad's op namespace", backend=self._backend,
+        argument=f"xp.{name}", hint="Allowed: " + ", ".join(sorted(FUNCTIONS)) +
+        " (see crossgrad.registry.namespace.FUNCTIONS)")
+
+  def __dir__(self):
+    return sorted(FUNCTIONS)
+
+  def __repr__(self) -> str:
+    return f"<crossgrad {self._backend} namespace>"

@@ -1,0 +1,186 @@
+"""`OpDef`: one backend-neutral definition of a custom-gradient op, validated on construction."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+from crossgrad.registry.errors import CrossgradError
+
+GRADIENT_KINDS = ("exact", "surrogate")
+_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OpDef:
+  """A custom-gradient op written once against a NumPy-style namespace ``xp``.
+
+  Attributes:
+    name: registry name, letters, digits, ``_`` and ``.``.
+    forward: ``forward(xp, *inputs, **params) -> (outputs, residuals)``. Inputs are
+      positional parameters after ``xp``; static parameters are keyword-only with
+      defaults. ``outputs`` is an array or a tuple of arrays.
+    backward: ``backward(xp, residuals, g, **params) -> cotangents``, one entry per
+      input (``None`` for non-differentiable ones). ``g`` mirrors ``outputs``;
+      integer outputs get ``None``.
+    gradient: ``"exact"`` (backward is the derivative of forward, checked by finite
+      differences) or ``"surrogate"`` (a deliberate replacement).
+    surrogate: for surrogate ops, ``surrogate(xp, *inputs, **params) -> outputs``, a
+      smooth function whose derivative the backward implements.
+    sample: ``sample(rng) -> tuple of NumPy inputs`` used by the cross-check.
+    nondiff: names or indices of inputs that get no cotangent (integer indices,
+      noise); integer-typed inputs must be listed here.
+    param_sets: static-parameter settings the cross-check covers.
+    check_inputs: ``check_inputs(specs, **params)`` raising `CrossgradError` for
+      inputs the op cannot take; ``specs`` maps input name to `ArraySpec`.
+    doc: one line shown by ``crossgrad.check --list``.
+  """
+
+  name: str
+  forward: Callable[..., Any]
+  backward: Callable[..., Any]
+  gradient: str = "exact"
+  surrogate: Callable[..., Any] | None = None
+  sample: Callable[[Any], Sequence[Any]] | None = None
+  nondiff: Sequence[int | str] = ()
+  param_sets: Sequence[Mapping[str, Any]] = ({},)
+  check_inputs: Callable[..., None] | None = None
+  doc: str = ""
+  input_names: tuple[str, ...] = dataclasses.field(init=False)
+  param_defaults: Mapping[str, Any] = dataclasses.field(init=False)
+  nondiff_argnums: tuple[int, ...] = dataclasses.field(init=False)
+
+  def __post_init__(self):
+    if not isinstance(self.name, str) or not _NAME_PATTERN.match(self.name):
+      raise CrossgradError(
+          "invalid op name", argument="name",
+          expected="letters, digits, '_' or '.', not starting with a digit",
+          actual=repr(self.name))
+    for field in ("forward", "backward"):
+      if not callable(getattr(self, field)):
+        self._fail(f"'{field}' must be callable", actual=type(getattr(self, field)).__name__)
+    for field in ("surrogate", "sample", "check_inputs"):
+      value = getattr(self, field)
+      if value is not None and not callable(value):
+        self._fail(f"'{field}' must be callable or None", actual=type(value).__name__)
+    if self.gradient not in GRADIENT_KINDS:
+      self._fail("unknown 'gradient'", expected=" or ".join(map(repr, GRADIENT_KINDS)),
+                 actual=repr(self.gradient))
+    if self.surrogate is not None and self.gradient == "exact":
+      self._fail("an exact op is checked against its forward; 'surrogate' only applies to "
+                 "gradient='surrogate'")
+    inputs, defaults = self._read_forward_signature()
+    object.__setattr__(self, "input_names", inputs)
+    object.__setattr__(self, "param_defaults", defaults)
+    self._check_signature("backward", self.backward, n_positional=3, with_inputs=False)
+    if self.surrogate is not None:
+      self._check_signature("surrogate", self.surrogate, n_positional=1 + len(inputs),
+                            with_inputs=True)
+    object.__setattr__(self, "nondiff_argnums", self._resolve_nondiff())
+    object.__setattr__(self, "param_sets", tuple(dict(p) for p in self.param_sets))
+    for params in self.param_sets:
+      self.resolve_params(params)
+
+  # Construction helpers.
+
+  def _fail(self, problem: str, **details: Any):
+    raise CrossgradError(problem, op=self.name if isinstance(self.name, str) else None,
+                         **details)
+
+  def _read_forward_signature(self) -> tuple[tuple[str, ...], dict[str, Any]]:
+    parameters = list(inspect.signature(self.forward).parameters.values())
+    positional = [p for p in parameters
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind == p.VAR_POSITIONAL for p in parameters):
+      self._fail("forward must list its inputs as named positional parameters",
+                 argument="forward", actual="*args")
+    if not positional:
+      self._fail("forward must take the namespace 'xp' first", argument="forward",
+                 expected="forward(xp, *inputs, **params)", actual="no positional parameter")
+    inputs = tuple(p.name for p in positional[1:])
+    if not inputs:
+      self._fail("forward takes no inputs", argument="forward",
+                 expected="forward(xp, x, ...)", actual=f"forward({positional[0].name})")
+    defaults = {}
+    for p in parameters:
+      if p.kind == p.KEYWORD_ONLY:
+        if p.default is p.empty:
+          self._fail("static parameters need defaults", argument=f"parameter '{p.name}'",
+                     expected=f"{p.name}=<default>", actual="no default")
+        defaults[p.name] = p.default
+    return inputs, defaults
+
+  def _check_signature(self, field: str, fn: Callable[..., Any], n_positional: int,
+                       with_inputs: bool):
+    try:
+      inspect.signature(fn).bind(*range(n_positional), **self.param_defaults)
+    except TypeError as e:
+      shape = ("xp, " + ", ".join(self.input_names) if with_inputs else "xp, residuals, g")
+      params = "".join(f", {k}=..." for k in self.param_defaults)
+      self._fail(f"'{field}' has the wrong signature", argument=field,
+                 expected=f"{field}({shape}{', *' if params else ''}{params})", actual=str(e))
+
+  def _resolve_nondiff(self) -> tuple[int, ...]:
+    argnums = []
+    for entry in self.nondiff:
+      if isinstance(entry, str):
+        if entry not in self.input_names:
+          self._fail("unknown input in 'nondiff'", argument="nondiff",
+                     expected=f"one of {list(self.input_names)}", actual=repr(entry))
+        argnums.append(self.input_names.index(entry))
+      elif isinstance(entry, int) and 0 <= entry < len(self.input_names):
+        argnums.append(entry)
+      else:
+        self._fail("bad entry in 'nondiff'", argument="nondiff",
+                   expected=f"an input name or an index in [0, {len(self.input_names)})",
+                   actual=repr(entry))
+    if len(set(argnums)) == len(self.input_names):
+      self._fail("every input is non-differentiable", argument="nondiff")
+    return tuple(sorted(set(argnums)))
+
+  # Used by the registry and the backends.
+
+  @property
+  def diff_argnums(self) -> tuple[int, ...]:
+    return tuple(i for i in range(len(self.input_names)) if i not in self.nondiff_argnums)
+
+  def resolve_params(self, params: Mapping[str, Any], backend: str | None = None) -> dict:
+    """Returns the full static parameters, defaults filled in, after checking them."""
+    unknown = sorted(set(params) - set(self.param_defaults))
+    if unknown:
+      raise CrossgradError(
+          "unknown static parameter", op=self.name, backend=backend,
+          argument=f"parameter '{unknown[0]}'",
+          expected=f"one of {sorted(self.param_defaults)}" if self.param_defaults else "none",
+          actual=", ".join(unknown))
+    resolved = {**self.param_defaults, **params}
+    for key, value in resolved.items():
+      try:
+        hash(value)
+      except TypeError:
+        raise CrossgradError("static parameters must be hashable", op=self.name,
+                             backend=backend, argument=f"parameter '{key}'",
+                             expected="a hashable value (number, string, tuple)",
+                             actual=type(value).__name__) from None
+    return resolved
+
+  def same_definition(self, other: OpDef) -> bool:
+    """True if ``other`` defines the same op (e.g. the same module imported twice)."""
+    return _definition_key(self) == _definition_key(other)
+
+
+def _function_key(fn: Any) -> Any:
+  code = getattr(fn, "__code__", None)
+  if code is None:
+    return fn
+  return (getattr(fn, "__module__", None), getattr(fn, "__qualname__", None), code.co_code,
+          code.co_consts)
+
+
+def _definition_key(op: OpDef) -> tuple:
+  return tuple(
+      _function_key(value) if callable(value) else repr(value)
+      for f in dataclasses.fields(op)
+      for value in [getattr(op, f.name)])

@@ -1,0 +1,148 @@
+"""Checks shared by every backend: inputs at call time, forward results, backward results.
+
+Backends describe arrays as `ArraySpec`s (static shape, dtype name) so that the same
+checks, and the same messages, apply in NumPy, TensorFlow and JAX, at trace time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+from crossgrad.registry.errors import CrossgradError
+from crossgrad.registry.opdef import OpDef
+
+FLOATING = ("float16", "bfloat16", "float32", "float64")
+
+
+@dataclasses.dataclass(frozen=True)
+class ArraySpec:
+  """Static shape and dtype name of an array.
+
+  A dimension is ``None`` where unknown at trace time; ``shape`` is ``None`` where even
+  the rank is unknown.
+  """
+
+  shape: tuple[int | None, ...] | None
+  dtype: str
+
+  @property
+  def is_floating(self) -> bool:
+    return self.dtype in FLOATING
+
+  def __str__(self) -> str:
+    if self.shape is None:
+      return f"{self.dtype}[...]"
+    dims = ", ".join("?" if d is None else str(d) for d in self.shape)
+    return f"{self.dtype}[{dims}]"
+
+
+def shapes_compatible(a: Sequence[int | None] | None, b: Sequence[int | None] | None) -> bool:
+  """Equal shapes, where unknown dimensions (or an unknown rank) match anything."""
+  if a is None or b is None:
+    return True
+  return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def as_tuple(outputs: Any) -> tuple[Any, ...]:
+  """The op's outputs as a tuple (a single array becomes a 1-tuple)."""
+  return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
+
+
+def check_input_count(op: OpDef, backend: str, inputs: Sequence[Any]):
+  if len(inputs) != len(op.input_names):
+    raise CrossgradError(
+        "wrong number of inputs", op=op.name, backend=backend, argument="inputs",
+        expected=f"{len(op.input_names)} ({', '.join(op.input_names)})", actual=len(inputs))
+
+
+def check_inputs(op: OpDef, backend: str, specs: Sequence[ArraySpec], params: dict):
+  """Differentiable inputs must be floating; then the op's own `check_inputs`."""
+  for i in op.diff_argnums:
+    if not specs[i].is_floating:
+      raise CrossgradError(
+          "a differentiable input must be floating", op=op.name, backend=backend,
+          argument=f"input '{op.input_names[i]}'", expected=" or ".join(FLOATING),
+          actual=specs[i].dtype,
+          hint="Cast it, or list it in OpDef(nondiff=...) if it carries no gradient")
+  if op.check_inputs is not None:
+    try:
+      op.check_inputs(dict(zip(op.input_names, specs)), **params)
+    except CrossgradError as e:
+      raise e.located(op=op.name, backend=backend) from None
+
+
+def check_forward_result(op: OpDef, backend: str, result: Any) -> tuple[Any, Any]:
+  if not (isinstance(result, tuple) and len(result) == 2):
+    raise CrossgradError(
+        "forward must return (outputs, residuals)", op=op.name, backend=backend,
+        argument="forward", expected="a 2-tuple", actual=_describe(result))
+  return result
+
+
+def cotangent_for(op: OpDef, output_specs: Sequence[ArraySpec], upstream: Sequence[Any],
+                  zeros_like, single: bool):
+  """The ``g`` handed to backward: floating outputs get a cotangent, integer ones None."""
+  g = tuple(
+      (u if u is not None else zeros_like(i)) if spec.is_floating else None
+      for i, (spec, u) in enumerate(zip(output_specs, upstream)))
+  return g[0] if single else g
+
+
+def check_cotangents(op: OpDef, backend: str, input_specs: Sequence[ArraySpec],
+                     cotangents: Any, spec_of) -> tuple[Any, ...]:
+  """Validates backward's result against the inputs: count, None-ness, shape, dtype."""
+  n = len(op.input_names)
+  if not isinstance(cotangents, (tuple, list)):
+    if n == 1 and cotangents is not None:
+      cotangents = (cotangents,)
+    else:
+      raise CrossgradError(
+          "backward must return one cotangent per input", op=op.name, backend=backend,
+          argument="backward", expected=f"a tuple of {n} ({', '.join(op.input_names)})",
+          actual=_describe(cotangents))
+  if len(cotangents) != n:
+    raise CrossgradError(
+        "backward returned the wrong number of cotangents", op=op.name, backend=backend,
+        argument="backward", expected=f"{n} ({', '.join(op.input_names)})",
+        actual=len(cotangents))
+  for i, (name, spec, ct) in enumerate(zip(op.input_names, input_specs, cotangents)):
+    where = f"cotangent for input '{name}'"
+    if i in op.nondiff_argnums:
+      if ct is not None:
+        raise CrossgradError(
+            "non-differentiable input gets no cotangent", op=op.name, backend=backend,
+            argument=where, expected="None", actual=_describe(ct))
+      continue
+    if ct is None:
+      raise CrossgradError(
+          "missing cotangent", op=op.name, backend=backend, argument=where,
+          expected=str(spec), actual="None",
+          hint="Return xp.zeros_like(input) for a zero cotangent, or list the input in "
+               "OpDef(nondiff=...)")
+    ct_spec = spec_of(ct)
+    if not shapes_compatible(ct_spec.shape, spec.shape):
+      raise CrossgradError("cotangent shape differs from the input's", op=op.name,
+                           backend=backend, argument=where, expected=str(spec),
+                           actual=str(ct_spec))
+    if ct_spec.dtype != spec.dtype:
+      raise CrossgradError("cotangent dtype differs from the input's", op=op.name,
+                           backend=backend, argument=where, expected=str(spec),
+                           actual=str(ct_spec))
+  return tuple(cotangents)
+
+
+def require_same_spec(specs: dict[str, ArraySpec], *names: str):
+  """For ops whose inputs must agree: each of ``names`` has the first one's spec."""
+  first = specs[names[0]]
+  for name in names[1:]:
+    spec = specs[name]
+    if spec.dtype != first.dtype or not shapes_compatible(spec.shape, first.shape):
+      raise CrossgradError(f"input must match input '{names[0]}'", argument=f"input '{name}'",
+                           expected=str(first), actual=str(spec))
+
+
+def _describe(value: Any) -> str:
+  if isinstance(value, (tuple, list)):
+    return f"{type(value).__name__} of {len(value)}"
+  return type(value).__name__
