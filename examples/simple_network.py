@@ -21,10 +21,6 @@ DATA = np.array([1.0, 2.0], np.float32)
 LABELS = np.array([0.0, 1.0], np.float32)  # The seed's labels, fed as one-hot.
 LEARNING_RATE, BETA1, BETA2, EPSILON = 1e-3, 0.9, 0.999, 0.1
 
-_STEPS = flags.DEFINE_integer("steps", 200, "Adam steps in each framework.")
-_SEED = flags.DEFINE_integer("seed", 0, "Seed of the initial values.")
-
-
 def initial_values(seed: int) -> tuple[np.ndarray, np.ndarray]:
   """c and k: truncated normal (stddev 0.1, cut at two stddevs), as in the seed."""
   rng = np.random.default_rng(seed)
@@ -95,13 +91,16 @@ def run(steps: int, seed: int = 0) -> tuple[list[float], list[float]]:
 
 def main(argv):
   del argv
-  tf_losses, jax_losses = run(_STEPS.value, _SEED.value)
+  tf_losses, jax_losses = run(flags.FLAGS.steps, flags.FLAGS.seed)
   print(f"{'step':>5} {'tensorflow':>12} {'jax':>12} {'|diff|':>10}")
   every = max(1, len(tf_losses) // 20)
-  for i in list(range(0, len(tf_losses), every)) + [len(tf_losses) - 1]:
+  for i in sorted(set(range(0, len(tf_losses), every)) | {len(tf_losses) - 1}):
     print(f"{i + 1:5d} {tf_losses[i]:12.6f} {jax_losses[i]:12.6f} "
           f"{abs(tf_losses[i] - jax_losses[i]):10.2e}")
 
 
 if __name__ == "__main__":
+  # Flags are defined here, not on import, so tests can import `run` freely.
+  flags.DEFINE_integer("steps", 200, "Adam steps in each framework.")
+  flags.DEFINE_integer("seed", 0, "Seed of the initial values.")
   app.run(main)

@@ -13,6 +13,10 @@ class CrossgradError(ValueError):
   The parts stay available as attributes so callers can react to them.
   """
 
+  # TensorFlow's AutoGraph otherwise re-raises errors from inside a tf.function as a
+  # StagingError; with this marker a CrossgradError reaches the caller as itself.
+  ag_pass_through = True
+
   def __init__(
       self,
       problem: str,

@@ -1,0 +1,118 @@
+"""The cross-check passes correct ops and catches planted wrong gradients."""
+
+import json
+
+import numpy as np
+import pytest
+
+import crossgrad as cg
+from crossgrad.registry import crosscheck
+from crossgrad.registry.ops import BUILTIN
+
+
+def _leaky_fwd(xp, x):
+  return xp.where(x > 0, x, 0.2 * x), (x,)
+
+
+def _product_fwd(xp, x, y):
+  return x * y, (x, y)
+
+
+def _sample_off_kink(rng):
+  z = rng.standard_normal((4, 6))
+  return (z + 0.05 * np.sign(z),)
+
+
+def _sample_pair(rng):
+  return rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+
+
+PLANTED = {
+    "scaled": cg.OpDef(
+        "t_scaled", _leaky_fwd,
+        lambda xp, r, g: (xp.where(r[0] > 0, g, 0.2 * g) * 1.01,), sample=_sample_off_kink),
+    "wrong_on_one_sign": cg.OpDef(
+        "t_wrong_sign", _leaky_fwd,
+        lambda xp, r, g: (xp.where(r[0] > 0, g, g),), sample=_sample_off_kink),
+    "swapped_partials": cg.OpDef(
+        "t_swapped", _product_fwd,
+        lambda xp, r, g: (g * r[0], g * r[1]), sample=_sample_pair),
+    "wrong_surrogate": cg.OpDef(
+        "t_wrong_surrogate", lambda xp, x: (xp.round(x), (x,)),
+        lambda xp, r, g: (g,), gradient="surrogate",
+        surrogate=lambda xp, x: xp.clip(x, -1.0, 1.0),
+        sample=lambda rng: (rng.standard_normal((3, 4)) * 3,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_planted_wrong_backward_is_caught(name):
+  report = cg.cross_check([PLANTED[name]], backends=[])
+  assert not report.ok
+  (failure,) = report.failures
+  assert failure.check == "fd" and failure.error > 1e-3
+  assert "is NOT the derivative" in failure.note
+
+
+def test_backend_specific_backward_is_caught_by_the_comparison():
+  def backward(xp, residuals, g):
+    (x,) = residuals
+    return (xp.where(x > 0, g, 0.2 * g) * (1.5 if xp.backend == "jax" else 1.0),)
+
+  op = cg.OpDef("t_jax_only_bug", _leaky_fwd, backward, sample=_sample_off_kink)
+  report = cg.cross_check([op], dtypes=["float32"])
+  failing = {(r.backend, r.check) for r in report.failures}
+  assert failing == {("jax", "vjp")}
+  assert all(r.note == "worst: dx" for r in report.failures)
+
+
+def test_correct_builtins_pass_finite_differences_across_seeds():
+  for seed in range(20):
+    for op in BUILTIN:
+      for params in op.param_sets:
+        params = op.resolve_params(params)
+        inputs = op.sample(np.random.default_rng(seed))
+        for row in crosscheck.finite_difference_rows(op, params, inputs, seed):
+          assert row.ok, (seed, row)
+
+
+def test_full_cross_check_of_the_builtins():
+  report = cg.cross_check(seed=1)
+  assert report.ok, report.table(failures_only=True)
+  combos = {(r.backend, r.mode, r.dtype) for r in report.rows if r.check == "vjp"}
+  assert combos == {(b, m, d) for b, modes in [("tensorflow", ("eager", "graph", "jit")),
+                                                ("jax", ("eager", "jit"))]
+                    for m in modes for d in ("float32", "float64")}
+
+
+def test_custom_add_is_shown_not_to_be_the_derivative_of_its_forward():
+  report = cg.cross_check(["custom_add"], backends=[])
+  (row,) = report.rows
+  assert row.check == "fd_forward" and row.ok
+  assert row.error > 0.1
+  assert "surrogate: backward is not the forward's derivative, as declared" in row.note
+
+
+def test_report_json_and_table():
+  report = cg.cross_check(["leaky_relu"], backends=["jax"], modes=["jit"])
+  data = json.loads(report.to_json())
+  assert data["ok"] is True
+  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 2 * 2)
+  assert data["environment"]["jax_devices"] == ["cpu:0"]
+  table = report.table()
+  assert table.splitlines()[0].split()[:3] == ["op", "params", "backend"]
+  assert table.splitlines()[-1].startswith("crossgrad cross-check: 10 checks, 0 failing")
+
+
+def test_sampleless_op_fails_with_a_clear_row():
+  op = cg.OpDef("t_no_sample", _leaky_fwd, lambda xp, r, g: (g,))
+  (row,) = cg.cross_check([op], backends=[]).rows
+  assert not row.ok and "cannot cross-check an op without 'sample'" in row.note
+
+
+def test_relative_error_metric():
+  assert crosscheck.max_relative_error(np.array([1.0, 2.0]), np.array([1.0, 2.0])) == 0.0
+  assert crosscheck.max_relative_error(np.array([1.0, 2.2]), np.array([1.0, 2.0])) == \
+      pytest.approx(0.2 / 2.2)
+  assert crosscheck.max_relative_error(np.array([np.nan]), np.array([1.0])) == np.inf
+  assert crosscheck.max_relative_error(np.zeros(2), np.zeros(3)) == np.inf

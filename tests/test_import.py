@@ -1,0 +1,29 @@
+"""`import crossgrad` imports neither TensorFlow nor JAX; the backends load on first use."""
+
+import subprocess
+import sys
+
+
+def _python(code):
+  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        check=True, timeout=300).stdout.strip()
+
+
+def test_import_is_framework_free():
+  out = _python("import sys, crossgrad; "
+                "print(sorted(m for m in ('tensorflow', 'jax') if m in sys.modules))")
+  assert out == "[]"
+
+
+def test_backends_load_lazily():
+  out = _python("import sys, crossgrad; crossgrad.jax.get('leaky_relu'); "
+                "print('jax' in sys.modules, 'tensorflow' in sys.modules)")
+  assert out == "True False"
+
+
+def test_public_names():
+  import crossgrad as cg  # pylint: disable=g-import-not-at-top
+  for name in ("OpDef", "register", "get", "names", "cross_check", "CrossgradError", "numpy"):
+    assert hasattr(cg, name), name
+  assert callable(cg.numpy.get) and callable(cg.numpy.vjp)
+  assert {"tensorflow", "jax"} <= set(dir(cg))

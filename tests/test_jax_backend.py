@@ -1,0 +1,56 @@
+"""JAX: jit, vmap, grad, grad-of-grad; 64-bit mode stays scoped."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import crossgrad as cg
+
+X = jnp.array([[-2.0, -0.5, 0.5], [1.0, 2.5, -3.5]])
+SLOPE = jnp.where(X > 0, 1.0, 0.2)  # d leaky_relu / dx, by hand.
+leaky_relu = cg.jax.get("leaky_relu")
+
+
+def loss(x):
+  return jnp.sum(leaky_relu(x) ** 2)
+
+
+def test_jit_and_grad_agree_with_the_formula():
+  chex.assert_trees_all_close(jax.jit(jax.grad(loss))(X), 2 * jnp.where(X > 0, X, 0.2 * X) * SLOPE,
+                              rtol=1e-6)
+
+
+def test_vmap_of_grad():
+  per_row = jax.vmap(jax.grad(loss))(X)
+  chex.assert_trees_all_close(per_row, jax.grad(loss)(X), rtol=1e-6)
+
+
+def test_grad_of_grad_differentiates_the_backward():
+  # d/dx of 2 l(x) l'(x) is 2 l'(x)^2 (l'' = 0 away from the kink).
+  second = jax.jit(jax.grad(lambda x: jnp.sum(jax.grad(loss)(x))))(X)
+  chex.assert_trees_all_close(second, 2 * SLOPE**2, rtol=1e-6)
+
+
+def test_emitted_op_is_a_custom_vjp_without_callbacks():
+  forward = str(jax.make_jaxpr(loss)(X))
+  backward = str(jax.make_jaxpr(jax.grad(loss))(X))
+  assert "custom_vjp_call" in forward
+  assert "callback" not in forward + backward
+
+
+def test_float64_scope_does_not_leak():
+  assert not jax.config.jax_enable_x64
+  report = cg.cross_check(["leaky_relu"], backends=["jax"], dtypes=["float64"])
+  assert report.ok
+  assert not jax.config.jax_enable_x64
+
+
+def test_backward_shape_error_at_trace_time_under_jit():
+  bad = cg.OpDef("t_jax_bad", lambda xp, x: (x * 2.0, ()),
+                 lambda xp, residuals, g: (xp.sum(g, axis=0),))
+  with pytest.raises(cg.CrossgradError) as info:
+    jax.jit(jax.grad(lambda x: jnp.sum(cg.jax.get(bad)(x))))(X)
+  assert ("op 't_jax_bad' (jax), cotangent for input 'x': cotangent shape differs from the "
+          "input's: expected float32[2, 3], got float32[3]") in str(info.value)
