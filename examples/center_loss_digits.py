@@ -18,18 +18,12 @@ frameworks start from the same weights and see the same batches, with lambda = 0
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
+from typing import Sequence
 
 import numpy as np
-from absl import app
-from absl import flags
-
-_EPOCHS = flags.DEFINE_integer("epochs", 30, "Passes over the training set.")
-_LAMBDA = flags.DEFINE_float("lam", 0.1, "Weight lambda of the center loss.")
-_ALPHA = flags.DEFINE_float("alpha", 0.5, "The paper's center learning rate alpha.")
-_SEED = flags.DEFINE_integer("seed", 0, "Seed of the weights, the split and the batches.")
-_OUT_DIR = flags.DEFINE_string("out_dir", "out", "Where the PNGs go.")
 
 SIZES = (64, 32, 2, 10)  # Pixels -> hidden -> 2-D feature -> class logits.
 BATCH = 64
@@ -224,10 +218,16 @@ def save_plots(results: dict, labels: np.ndarray, out_dir: str) -> list[str]:
   return [features_png, curves_png]
 
 
-def main(argv):
-  del argv
-  results = run(_EPOCHS.value, _LAMBDA.value, _ALPHA.value, _SEED.value)
-  labels = make_setup(0, 0.0, 0.0, _SEED.value).y_test
+def main(argv: Sequence[str] | None = None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--epochs", type=int, default=30, help="passes over the training set")
+  parser.add_argument("--lam", type=float, default=0.1, help="weight lambda of the center loss")
+  parser.add_argument("--alpha", type=float, default=0.5, help="the paper's center rate alpha")
+  parser.add_argument("--seed", type=int, default=0, help="seed of weights, split, batches")
+  parser.add_argument("--out_dir", default="out", help="where the PNGs go")
+  args = parser.parse_args(argv)
+  results = run(args.epochs, args.lam, args.alpha, args.seed)
+  labels = make_setup(0, 0.0, 0.0, args.seed).y_test
   print(f"{'lambda':>7} {'framework':>10} {'final loss':>11} {'test acc':>9} "
         f"{'compactness':>12}")
   for lam, by_framework in results.items():
@@ -237,9 +237,9 @@ def main(argv):
     tf_losses, jax_losses = (np.array(by_framework[n].losses) for n in ("tensorflow", "jax"))
     print(f"        max |tf - jax| / |tf| over {len(tf_losses)} steps: "
           f"{np.max(np.abs(tf_losses - jax_losses) / np.abs(tf_losses)):.2e}")
-  for path in save_plots(results, labels, _OUT_DIR.value):
+  for path in save_plots(results, labels, args.out_dir):
     print("wrote", path)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  main()

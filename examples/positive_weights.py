@@ -16,16 +16,12 @@ PNG.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
+from typing import Sequence
 
 import numpy as np
-from absl import app
-from absl import flags
-
-_STEPS = flags.DEFINE_integer("steps", 200, "Full-batch gradient-descent steps.")
-_SEED = flags.DEFINE_integer("seed", 0, "Seed of the data and the initial weights.")
-_OUT_DIR = flags.DEFINE_string("out_dir", "out", "Where the PNG goes.")
 
 N, N_IN, UNITS = 256, 8, 3
 LEARNING_RATE = 0.2  # At 0.5 a weight can overshoot below zero and stay there.
@@ -148,9 +144,13 @@ def run(steps: int, seed: int = 0):
   return problem, fits, reference_solutions(problem)
 
 
-def main(argv):
-  del argv
-  problem, fits, (nnls, lstsq) = run(_STEPS.value, _SEED.value)
+def main(argv: Sequence[str] | None = None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--steps", type=int, default=200, help="full-batch descent steps")
+  parser.add_argument("--seed", type=int, default=0, help="seed of data and initial weights")
+  parser.add_argument("--out_dir", default="out", help="where the PNG goes")
+  args = parser.parse_args(argv)
+  problem, fits, (nnls, lstsq) = run(args.steps, args.seed)
   print(f"least squares: smallest weight {lstsq.min():+.4f} "
         f"({np.sum(lstsq < 0)} of {lstsq.size} negative)")
   print(f"scipy NNLS: {np.sum(nnls == 0)} weights at zero")
@@ -159,8 +159,8 @@ def main(argv):
   for name, fit in fits.items():
     print(f"{name:>10} {fit.losses[-1]:11.6f} {fit.min_applied_weight:17.4f} "
           f"{np.max(np.abs(fit.applied - nnls)):21.2e} {np.sum(fit.kernel <= 0):17d}")
-  print("wrote", save_plot(fits, problem, nnls, lstsq, _OUT_DIR.value))
+  print("wrote", save_plot(fits, problem, nnls, lstsq, args.out_dir))
 
 
 if __name__ == "__main__":
-  app.run(main)
+  main()

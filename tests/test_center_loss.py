@@ -204,3 +204,15 @@ def test_bad_input_is_a_clear_error(backend, change, argument, problem):
   error = info.value
   assert (error.op, error.backend, error.argument) == ("center_loss", backend, argument)
   assert problem in error.problem and error.expected is not None and error.actual
+
+
+def test_out_of_range_labels_are_a_clear_error_while_differentiating_eagerly():
+  x, _, c = _data(m=3)
+  y = np.array([0, 4, 1], np.int32)
+  with pytest.raises(cg.CrossgradError, match="label out of range"):
+    jax.grad(cg.jax.get("center_loss"), argnums=(0, 2))(x, y, c)
+  with pytest.raises(cg.CrossgradError, match="label out of range"):
+    with tf.GradientTape() as tape:
+      xt = tf.constant(x)
+      tape.watch(xt)
+      cg.tensorflow.get("center_loss")(xt, y, c)

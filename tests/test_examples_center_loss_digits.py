@@ -45,3 +45,10 @@ def test_compactness_of_a_hand_computed_layout():
   features = np.array([[0, 1], [0, -1], [4, 1], [4, -1]], np.float64)
   labels = np.array([0, 0, 1, 1])
   assert center_loss_digits.compactness(features, labels) == 0.25
+
+
+def test_command_line_short_mode(tmp_path, capsys):
+  center_loss_digits.main(["--epochs=1", f"--out_dir={tmp_path}"])
+  assert "max |tf - jax|" in capsys.readouterr().out
+  for name in ("features", "curves"):
+    assert os.path.exists(tmp_path / f"center_loss_digits_{name}.png")

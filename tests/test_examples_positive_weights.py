@@ -22,3 +22,9 @@ def test_short_run_solves_nnls_in_both_frameworks(tmp_path):
   path = positive_weights.save_plot(fits, problem, nnls, lstsq, str(tmp_path))
   with open(path, "rb") as f:
     assert f.read(8) == b"\x89PNG\r\n\x1a\n" and os.path.getsize(path) > 10_000
+
+
+def test_command_line_short_mode(tmp_path, capsys):
+  positive_weights.main(["--steps=20", f"--out_dir={tmp_path}"])
+  assert "scipy NNLS" in capsys.readouterr().out
+  assert os.path.exists(tmp_path / "positive_weights.png")
