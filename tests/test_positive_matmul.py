@@ -4,12 +4,14 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.layers import jax_positive_dense
+from crossgrad.layers import keras_center_loss
 from crossgrad.layers import keras_positive_dense
 from crossgrad.registry import crosscheck
 
@@ -139,3 +141,11 @@ def test_bad_input_is_a_clear_error(backend, x_shape, w_shape, w_dtype, argument
   error = info.value
   assert (error.op, error.backend, error.argument) == ("positive_matmul", backend, argument)
   assert problem in error.problem and error.expected is not None and error.actual
+
+
+def test_keras_layers_refuse_a_non_tensorflow_keras_backend(monkeypatch):
+  monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+  for make in (lambda: keras_positive_dense.PositiveDense(3),
+               lambda: keras_center_loss.CenterLoss(10)):
+    with pytest.raises(cg.CrossgradError, match="need Keras's TensorFlow backend"):
+      make()
