@@ -38,6 +38,7 @@ xp = Namespace(NAME, {
     "matmul": jnp.matmul, "zeros_like": jnp.zeros_like, "ones_like": jnp.ones_like,
     "full_like": jnp.full_like, "zeros": jnp.zeros, "ones": jnp.ones,
     "astype": lambda x, dtype: jnp.asarray(x).astype(dtype),
+    "one_hot": lambda labels, depth, dtype: jax.nn.one_hot(labels, depth, dtype=dtype),
 })
 
 

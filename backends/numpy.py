@@ -20,6 +20,10 @@ def _clip(x, lo, hi):
   return np.clip(x, lo, hi) if (lo is not None or hi is not None) else np.asarray(x)
 
 
+def _one_hot(labels, depth, dtype):
+  return (np.asarray(labels)[..., None] == np.arange(depth)).astype(dtype)
+
+
 xp = Namespace(NAME, {
     "abs": np.abs, "negative": np.negative, "sign": np.sign, "exp": np.exp, "log": np.log,
     "sqrt": np.sqrt, "square": np.square, "tanh": np.tanh, "maximum": np.maximum,
@@ -32,6 +36,7 @@ xp = Namespace(NAME, {
     "broadcast_to": np.broadcast_to, "expand_dims": np.expand_dims, "matmul": np.matmul,
     "zeros_like": np.zeros_like, "ones_like": np.ones_like, "full_like": np.full_like,
     "zeros": np.zeros, "ones": np.ones, "astype": lambda x, dtype: np.asarray(x).astype(dtype),
+    "one_hot": _one_hot,
 })
 
 

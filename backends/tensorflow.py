@@ -69,6 +69,7 @@ xp = Namespace(NAME, {
     "matmul": tf.linalg.matmul, "zeros_like": tf.zeros_like, "ones_like": tf.ones_like,
     "full_like": lambda x, value: tf.fill(tf.shape(x), tf.cast(value, x.dtype)),
     "zeros": tf.zeros, "ones": tf.ones, "astype": tf.cast,
+    "one_hot": lambda labels, depth, dtype: tf.one_hot(labels, depth, dtype=tf.as_dtype(dtype)),
 })
 
 

@@ -57,6 +57,9 @@ FUNCTIONS: dict[str, str] = {
     "zeros": "zeros(shape, dtype)",
     "ones": "ones(shape, dtype)",
     "astype": "astype(x, dtype)",
+    # Indexing.
+    "one_hot": "one_hot(labels, depth, dtype): labels (...,) integer -> (..., depth), 1 where "
+               "labels == k; all zeros for labels outside [0, depth)",
 }
 
 

@@ -52,6 +52,9 @@ CALLS = {
     "zeros": ((_X,), lambda xp, x: xp.zeros((2, 3), x.dtype) + x),
     "ones": ((_X,), lambda xp, x: xp.ones((2, 3), "float32")),
     "astype": ((_X,), lambda xp, x: xp.astype(x, "int32")),
+    # Labels -1..3 against depth 3: out-of-range rows are all zero in every backend.
+    "one_hot": ((_X,), lambda xp, x: xp.one_hot(xp.astype(xp.floor(x + 0.5), "int32"), 3,
+                                                 x.dtype)),
 }
 
 

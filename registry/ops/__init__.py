@@ -1,7 +1,9 @@
 """crossgrad's built-in ops; importing this package registers them."""
 
+from crossgrad.registry.ops.center_loss import CENTER_LOSS
 from crossgrad.registry.ops.custom_add import CUSTOM_ADD
 from crossgrad.registry.ops.leaky_relu import LEAKY_RELU
+from crossgrad.registry.ops.positive_matmul import POSITIVE_MATMUL
 from crossgrad.registry.ops.ste_quantize import STE_QUANTIZE
 
-BUILTIN = (CUSTOM_ADD, LEAKY_RELU, STE_QUANTIZE)
+BUILTIN = (CENTER_LOSS, CUSTOM_ADD, LEAKY_RELU, POSITIVE_MATMUL, STE_QUANTIZE)

@@ -1,0 +1,245 @@
+r"""Softmax + center loss (seed 003; Wen et al., ECCV 2016) on scikit-learn's digits,
+in TensorFlow and in JAX.
+
+A small network maps each 8x8 digit to a 2-D feature, as the paper's Fig. 2 does for
+MNIST, followed by a linear softmax over the 10 classes. The loss of a batch is the
+paper's Eq. 5, sums over the batch:
+
+    L = L_softmax + lambda * L_center,   L_center = 1/2 sum_i ||f_i - c[y_i]||^2
+
+crossgrad's `center_loss` hands the centers the paper's update as their gradient, so
+plain SGD with learning rate alpha / lambda on them is ``c_j <- c_j - alpha delta c_j``:
+no separate center-update op to remember. The network uses SGD with momentum. Both
+frameworks start from the same weights and see the same batches, with lambda = 0
+(softmax only) and lambda > 0; the features and the loss curves are saved as PNGs.
+
+  python -m crossgrad.examples.center_loss_digits --epochs=30 --out_dir=out
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from typing import Sequence
+
+import numpy as np
+
+SIZES = (64, 32, 2, 10)  # Pixels -> hidden -> 2-D feature -> class logits.
+BATCH = 64
+LEARNING_RATE, MOMENTUM = 1e-3, 0.9
+NUM_TEST = 500
+
+
+@dataclasses.dataclass
+class Setup:
+  """What both frameworks share: data, batch order, initial weights, hyperparameters."""
+
+  x_train: np.ndarray
+  y_train: np.ndarray
+  x_test: np.ndarray
+  y_test: np.ndarray
+  batches: list[np.ndarray]  # Index arrays into the training set, in order.
+  weights: list[tuple[np.ndarray, np.ndarray]]  # (kernel (in, out), bias) per layer.
+  lam: float
+  alpha: float
+
+  @property
+  def center_learning_rate(self) -> float:
+    return self.alpha / self.lam if self.lam else 0.0
+
+
+@dataclasses.dataclass
+class Result:
+  losses: list[float]  # Per training step.
+  features: np.ndarray  # Test features (NUM_TEST, 2) after training.
+  centers: np.ndarray
+  accuracy: float  # On the test set.
+
+
+def make_setup(epochs: int, lam: float, alpha: float, seed: int = 0) -> Setup:
+  from sklearn import datasets  # pylint: disable=g-import-not-at-top
+  digits = datasets.load_digits()
+  rng = np.random.default_rng(seed)
+  order = rng.permutation(len(digits.target))
+  x = (digits.data[order] / 16.0).astype(np.float32)
+  y = digits.target[order].astype(np.int32)
+  n_train = len(y) - NUM_TEST
+  batches = []
+  for _ in range(epochs):
+    perm = rng.permutation(n_train)
+    batches += [perm[i:i + BATCH] for i in range(0, n_train - BATCH + 1, BATCH)]
+  weights = []
+  for n_in, n_out in zip(SIZES[:-1], SIZES[1:]):
+    limit = np.sqrt(6.0 / (n_in + n_out))
+    weights.append((rng.uniform(-limit, limit, (n_in, n_out)).astype(np.float32),
+                    np.zeros(n_out, np.float32)))
+  return Setup(x[:n_train], y[:n_train], x[n_train:], y[n_train:], batches, weights, lam,
+               alpha)
+
+
+def train_tensorflow(setup: Setup) -> Result:
+  """Keras Dense layers and crossgrad's Keras `CenterLoss`, one XLA-compiled step."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from crossgrad.layers import keras_center_loss  # pylint: disable=g-import-not-at-top
+  layers = [tf.keras.layers.Dense(n, activation=a)
+            for n, a in zip(SIZES[1:], ("relu", None, None))]
+  for layer, (n_in, _), (kernel, bias) in zip(layers, zip(SIZES, SIZES[1:]), setup.weights):
+    layer.build((None, n_in))
+    layer.set_weights([kernel, bias])
+  center_loss = keras_center_loss.CenterLoss(SIZES[-1], weight=setup.lam)
+  center_loss.build((None, SIZES[2]))
+  variables = [v for layer in layers for v in (layer.kernel, layer.bias)]
+  velocities = [tf.Variable(tf.zeros_like(v)) for v in variables]
+
+  def features(x):
+    return layers[1](layers[0](x))
+
+  @tf.function(jit_compile=True)
+  def step(x, y):
+    with tf.GradientTape() as tape:
+      f = features(x)
+      softmax = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(y, layers[2](f)))
+      loss = softmax + center_loss(f, y)
+    *grads, center_grad = tape.gradient(loss, variables + [center_loss.centers])
+    for v, velocity, g in zip(variables, velocities, grads):
+      velocity.assign(MOMENTUM * velocity + g)
+      v.assign_sub(LEARNING_RATE * velocity)
+    center_loss.centers.assign_sub(setup.center_learning_rate * center_grad)
+    return loss
+
+  losses = [float(step(setup.x_train[b], setup.y_train[b])) for b in setup.batches]
+  test_features = features(setup.x_test)
+  predictions = np.argmax(layers[2](test_features).numpy(), axis=1)
+  return Result(losses, test_features.numpy(), center_loss.centers.numpy(),
+                float(np.mean(predictions == setup.y_test)))
+
+
+def train_jax(setup: Setup) -> Result:
+  """The same network as plain functions, with crossgrad's JAX center loss."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  from crossgrad.layers import jax_center_loss  # pylint: disable=g-import-not-at-top
+
+  def features(weights, x):
+    (k1, b1), (k2, b2), _ = weights
+    return jax.nn.relu(x @ k1 + b1) @ k2 + b2
+
+  def loss_fn(params, x, y):
+    weights, centers = params
+    f = features(weights, x)
+    k3, b3 = weights[2]
+    log_p = jax.nn.log_softmax(f @ k3 + b3)
+    softmax = -jnp.sum(jnp.take_along_axis(log_p, y[:, None], axis=1))
+    return softmax + jax_center_loss.apply(centers, f, y, setup.lam)
+
+  @jax.jit
+  def step(params, velocities, x, y):
+    loss, (grads, center_grad) = jax.value_and_grad(loss_fn)(params, x, y)
+    velocities = jax.tree.map(lambda v, g: MOMENTUM * v + g, velocities, grads)
+    weights = jax.tree.map(lambda w, v: w - LEARNING_RATE * v, params[0], velocities)
+    centers = params[1] - setup.center_learning_rate * center_grad
+    return (weights, centers), velocities, loss
+
+  weights = [tuple(jnp.asarray(a) for a in layer) for layer in setup.weights]
+  params = (weights, jax_center_loss.init(SIZES[-1], SIZES[2]))
+  velocities = jax.tree.map(jnp.zeros_like, weights)
+  losses = []
+  for b in setup.batches:
+    params, velocities, loss = step(params, velocities, setup.x_train[b], setup.y_train[b])
+    losses.append(float(loss))
+  test_features = features(params[0], setup.x_test)
+  k3, b3 = params[0][2]
+  predictions = np.argmax(np.asarray(test_features @ k3 + b3), axis=1)
+  return Result(losses, np.asarray(test_features), np.asarray(params[1]),
+                float(np.mean(predictions == setup.y_test)))
+
+
+def compactness(features: np.ndarray, labels: np.ndarray) -> float:
+  """Mean distance to the own class mean over the mean distance between class means.
+
+  Scale-free, so runs whose features have different magnitudes compare; lower is
+  more compact.
+  """
+  means = np.stack([features[labels == k].mean(axis=0) for k in np.unique(labels)])
+  within = np.mean(np.linalg.norm(features - means[labels], axis=1))
+  between = np.mean([np.linalg.norm(a - b) for i, a in enumerate(means) for b in means[i + 1:]])
+  return float(within / between)
+
+
+def run(epochs: int, lam: float, alpha: float, seed: int = 0) -> dict:
+  """Trains both frameworks with lambda = 0 and with ``lam``: {lambda: {framework: Result}}."""
+  results = {}
+  for weight in (0.0, lam):
+    setup = make_setup(epochs, weight, alpha, seed)
+    results[weight] = {"tensorflow": train_tensorflow(setup), "jax": train_jax(setup)}
+  return results
+
+
+def save_plots(results: dict, labels: np.ndarray, out_dir: str) -> list[str]:
+  """The 2-D test features (rows: lambda, columns: framework) and the loss curves."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
+  os.makedirs(out_dir, exist_ok=True)
+  frameworks = ("tensorflow", "jax")
+  fig, axes = plt.subplots(len(results), 2, figsize=(10, 5 * len(results)), squeeze=False)
+  for row, (lam, by_framework) in enumerate(results.items()):
+    for col, name in enumerate(frameworks):
+      result, ax = by_framework[name], axes[row][col]
+      ax.scatter(*result.features.T, c=labels, cmap="tab10", s=6, vmin=-0.5, vmax=9.5)
+      if lam:
+        ax.scatter(*result.centers.T, c="black", marker="x", s=60, label="centers")
+        ax.legend(loc="best")
+      ax.set_title(f"{name}, lambda={lam:g}: test acc {result.accuracy:.3f}, "
+                   f"compactness {compactness(result.features, labels):.3f}", fontsize=9)
+  fig.suptitle("2-D features of the digits test set (softmax only, then + center loss)")
+  features_png = os.path.join(out_dir, "center_loss_digits_features.png")
+  fig.savefig(features_png, dpi=90)
+  plt.close(fig)
+
+  fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+  for lam, by_framework in results.items():
+    tf_losses, jax_losses = (np.array(by_framework[n].losses) for n in frameworks)
+    for ax, losses, name in zip(axes, (tf_losses, jax_losses), frameworks):
+      ax.plot(losses, lw=0.8, label=f"lambda={lam:g}")
+      ax.set(xlabel="step", ylabel="batch loss (sum over the batch)", yscale="log",
+             title=name)
+    steps = np.arange(len(tf_losses))
+    gap = np.abs(tf_losses - jax_losses) / np.abs(tf_losses)
+    axes[2].semilogy(steps[gap > 0], gap[gap > 0], ".", ms=3, label=f"lambda={lam:g}")
+  axes[2].set(xlabel="step", ylabel="|tf - jax| / |tf| (exact zeros not drawn)",
+              title="same seed, same batches: relative gap")
+  for ax in axes:
+    ax.legend()
+  curves_png = os.path.join(out_dir, "center_loss_digits_curves.png")
+  fig.savefig(curves_png, dpi=90)
+  plt.close(fig)
+  return [features_png, curves_png]
+
+
+def main(argv: Sequence[str] | None = None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--epochs", type=int, default=30, help="passes over the training set")
+  parser.add_argument("--lam", type=float, default=0.1, help="weight lambda of the center loss")
+  parser.add_argument("--alpha", type=float, default=0.5, help="the paper's center rate alpha")
+  parser.add_argument("--seed", type=int, default=0, help="seed of weights, split, batches")
+  parser.add_argument("--out_dir", default="out", help="where the PNGs go")
+  args = parser.parse_args(argv)
+  results = run(args.epochs, args.lam, args.alpha, args.seed)
+  labels = make_setup(0, 0.0, 0.0, args.seed).y_test
+  print(f"{'lambda':>7} {'framework':>10} {'final loss':>11} {'test acc':>9} "
+        f"{'compactness':>12}")
+  for lam, by_framework in results.items():
+    for name, r in by_framework.items():
+      print(f"{lam:7g} {name:>10} {r.losses[-1]:11.4f} {r.accuracy:9.3f} "
+            f"{compactness(r.features, labels):12.3f}")
+    tf_losses, jax_losses = (np.array(by_framework[n].losses) for n in ("tensorflow", "jax"))
+    print(f"        max |tf - jax| / |tf| over {len(tf_losses)} steps: "
+          f"{np.max(np.abs(tf_losses - jax_losses) / np.abs(tf_losses)):.2e}")
+  for path in save_plots(results, labels, args.out_dir):
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+  main()
