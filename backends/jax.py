@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from crossgrad.backends import base
-from crossgrad.registry import validation
+from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
 
@@ -22,6 +22,11 @@ PLATFORMS = ("cpu", "gpu", "tpu")
 
 def _clip(x, lo, hi):
   return jnp.clip(x, lo, hi) if (lo is not None or hi is not None) else jnp.asarray(x)
+
+
+def _unbroadcast(x, like):
+  x, shape = jnp.asarray(x), jnp.shape(like)
+  return jnp.reshape(jnp.sum(x, axis=broadcasting.sum_axes(x.shape, shape)), shape)
 
 
 xp = Namespace(NAME, {
@@ -38,6 +43,7 @@ xp = Namespace(NAME, {
     "matmul": jnp.matmul, "zeros_like": jnp.zeros_like, "ones_like": jnp.ones_like,
     "full_like": jnp.full_like, "zeros": jnp.zeros, "ones": jnp.ones,
     "astype": lambda x, dtype: jnp.asarray(x).astype(dtype),
+    "unbroadcast": _unbroadcast,
 })
 
 
@@ -149,3 +155,9 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     outs, grads = run([args[i] for i in diff], args, cots)
     outs, grads = jax.device_get((outs, grads))
   return tuple(np.asarray(o) for o in outs), base.merge_cotangents(op, grads)
+
+
+# The Bernoulli attention mask's entry points (they use `get` above).
+from crossgrad.backends.jax_bernoulli import bernoulli_mask  # pylint: disable=g-import-not-at-top,wrong-import-position
+from crossgrad.backends.jax_bernoulli import bernoulli_mask_sampled  # pylint: disable=g-import-not-at-top,wrong-import-position
+from crossgrad.backends.jax_bernoulli import uniform_noise  # pylint: disable=g-import-not-at-top,wrong-import-position

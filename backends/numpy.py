@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from crossgrad.backends import base
-from crossgrad.registry import validation
+from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
@@ -18,6 +18,11 @@ MODES = ("eager",)
 
 def _clip(x, lo, hi):
   return np.clip(x, lo, hi) if (lo is not None or hi is not None) else np.asarray(x)
+
+
+def _unbroadcast(x, like):
+  x, shape = np.asarray(x), np.shape(like)
+  return np.reshape(np.sum(x, axis=broadcasting.sum_axes(x.shape, shape)), shape)
 
 
 xp = Namespace(NAME, {
@@ -32,6 +37,7 @@ xp = Namespace(NAME, {
     "broadcast_to": np.broadcast_to, "expand_dims": np.expand_dims, "matmul": np.matmul,
     "zeros_like": np.zeros_like, "ones_like": np.ones_like, "full_like": np.full_like,
     "zeros": np.zeros, "ones": np.ones, "astype": lambda x, dtype: np.asarray(x).astype(dtype),
+    "unbroadcast": _unbroadcast,
 })
 
 

@@ -48,6 +48,9 @@ FUNCTIONS: dict[str, str] = {
     "reshape": "reshape(x, shape)",
     "transpose": "transpose(x, axes=None)",
     "broadcast_to": "broadcast_to(x, shape)",
+    "unbroadcast": "unbroadcast(x, like): x summed over the axes along which `like` was "
+                   "broadcast to x's shape, so the result has like's shape (the adjoint of "
+                   "broadcast_to, for cotangents of broadcast inputs)",
     "expand_dims": "expand_dims(x, axis)",
     "matmul": "matmul(a, b)",
     # Creation and casts.
