@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m crossgrad.benchmarks.<name>``; each prints a table and writes JSON."""
