@@ -43,7 +43,8 @@ xp = Namespace(NAME, {
     "matmul": jnp.matmul, "zeros_like": jnp.zeros_like, "ones_like": jnp.ones_like,
     "full_like": jnp.full_like, "zeros": jnp.zeros, "ones": jnp.ones,
     "astype": lambda x, dtype: jnp.asarray(x).astype(dtype),
-    "unbroadcast": _unbroadcast,
+    "unbroadcast": _unbroadcast, "bitwise_xor": jnp.bitwise_xor, "bitwise_or": jnp.bitwise_or,
+    "left_shift": jnp.left_shift, "right_shift": jnp.right_shift,
 })
 
 

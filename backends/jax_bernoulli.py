@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from crossgrad.backends import jax as backend
+from crossgrad.registry import random_bits
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.ops import bernoulli_mask as op
 
@@ -41,22 +42,23 @@ def _key(key: Any) -> jax.Array:
 
 
 def uniform_noise(key: Any, shape: Any, dtype: Any = jnp.float32) -> jax.Array:
-  """Uniform noise in [0, 1): ``bits >> (32 - k)`` over ``2**k`` for k = `op.NOISE_BITS`.
+  """Uniform noise in [0, 1): ``jax.random.bits`` made noise by `random_bits.uniform`.
 
-  The same conversion as ``crossgrad.tensorflow.uniform_noise``: equal bits give equal
-  noise. Every value is exact in ``dtype`` (float32 for float64 unless x64 is on) and
-  below 1.
+  The same conversion as ``crossgrad.tensorflow.uniform_noise``, whose
+  ``generator="threefry"`` gives these very values for the same seed. float64 is
+  float32 unless x64 is on.
   """
-  dtype = jax.dtypes.canonicalize_dtype(dtype)  # float64 is float32 without x64.
+  dtype = jax.dtypes.canonicalize_dtype(dtype)
   bits = jax.random.bits(_key(key), tuple(shape), jnp.uint32)
-  k = op.NOISE_BITS[dtype.name]
-  return jax.lax.shift_right_logical(bits, jnp.uint32(32 - k)).astype(dtype) * (2.0 ** -k)
+  return random_bits.uniform(backend.xp, bits, dtype.name)
 
 
 def bernoulli_mask_sampled(p: Any, features: Any, key: Any) -> jax.Array:
   """`bernoulli_mask` with noise drawn from ``key`` (a PRNG key or an int).
 
-  The same key gives the same mask eagerly and under `jax.jit`.
+  The same key gives the same mask eagerly and under `jax.jit`, and the same mask as
+  ``crossgrad.tensorflow.bernoulli_mask_sampled(..., generator="threefry")`` for the
+  same seed.
   """
   p = jnp.asarray(p)
   if _concrete(p):

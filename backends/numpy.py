@@ -37,7 +37,8 @@ xp = Namespace(NAME, {
     "broadcast_to": np.broadcast_to, "expand_dims": np.expand_dims, "matmul": np.matmul,
     "zeros_like": np.zeros_like, "ones_like": np.ones_like, "full_like": np.full_like,
     "zeros": np.zeros, "ones": np.ones, "astype": lambda x, dtype: np.asarray(x).astype(dtype),
-    "unbroadcast": _unbroadcast,
+    "unbroadcast": _unbroadcast, "bitwise_xor": np.bitwise_xor, "bitwise_or": np.bitwise_or,
+    "left_shift": np.left_shift, "right_shift": np.right_shift,
 })
 
 

@@ -81,7 +81,9 @@ xp = Namespace(NAME, {
     "matmul": tf.linalg.matmul, "zeros_like": tf.zeros_like, "ones_like": tf.ones_like,
     "full_like": lambda x, value: tf.fill(tf.shape(x), tf.cast(value, x.dtype)),
     "zeros": tf.zeros, "ones": tf.ones, "astype": tf.cast,
-    "unbroadcast": _unbroadcast,
+    "unbroadcast": _unbroadcast, "bitwise_xor": _binary(tf.bitwise.bitwise_xor),
+    "bitwise_or": _binary(tf.bitwise.bitwise_or), "left_shift": _binary(tf.bitwise.left_shift),
+    "right_shift": _binary(tf.bitwise.right_shift),
 })
 
 
@@ -159,6 +161,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
 
 
 # The Bernoulli attention mask's entry points (they use `get` above).
+from crossgrad.backends.tensorflow_bernoulli import GENERATORS  # pylint: disable=g-import-not-at-top,wrong-import-position
 from crossgrad.backends.tensorflow_bernoulli import bernoulli_mask  # pylint: disable=g-import-not-at-top,wrong-import-position
 from crossgrad.backends.tensorflow_bernoulli import bernoulli_mask_sampled  # pylint: disable=g-import-not-at-top,wrong-import-position
 from crossgrad.backends.tensorflow_bernoulli import uniform_noise  # pylint: disable=g-import-not-at-top,wrong-import-position

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.registry import finite_diff
+from crossgrad.registry import finite_diff, random_bits
 from crossgrad.registry.ops import bernoulli_mask as bm
 
 TF_MODES = ("eager", "graph", "jit")
@@ -214,10 +214,10 @@ def test_under_jit_bad_probabilities_saturate():
 def test_noise_is_exact_in_its_dtype_and_below_one(dtype):
   for u in (cg.tensorflow.uniform_noise((4096,), 7, dtype).numpy(),
             np.asarray(cg.jax.uniform_noise(7, (4096,), dtype))):  # float32 without x64.
-    scaled = u.astype(np.float64) * 2.0 ** bm.NOISE_BITS[str(u.dtype)]
-    assert np.all((scaled >= 0) & (scaled < 2.0 ** bm.NOISE_BITS[str(u.dtype)]))
+    scaled = u.astype(np.float64) * 2.0 ** random_bits.UNIFORM_BITS[str(u.dtype)]
+    assert np.all((scaled >= 0) & (scaled < 2.0 ** random_bits.UNIFORM_BITS[str(u.dtype)]))
     np.testing.assert_array_equal(scaled, np.floor(scaled))
-    assert len(np.unique(scaled)) > min(1000, 2 ** bm.NOISE_BITS[str(u.dtype)] // 2)
+    assert len(np.unique(scaled)) > min(1000, 2 ** random_bits.UNIFORM_BITS[str(u.dtype)] // 2)
 
 
 def test_tensorflow_same_seed_same_mask_in_every_mode():

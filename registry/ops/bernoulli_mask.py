@@ -29,8 +29,6 @@ from crossgrad.registry.op_registry import register
 from crossgrad.registry.opdef import OpDef
 
 NAME = "bernoulli_mask"
-# Noise is built from the top bits of a uint32 word, as many as the dtype holds exactly.
-NOISE_BITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 32}
 
 
 def _forward(xp, p, features, u):
