@@ -7,7 +7,9 @@ Baseline: ``features * (p + stop_gradient(cast(u < p) - p))``, the usual hand-wr
 form (its forward is ``features * m`` only up to rounding). Two settings per framework:
 ``given_u`` feeds both the same noise tensor (the op's own cost); ``sampled`` draws
 the noise inside the step (``bernoulli_mask_sampled`` against the framework's own
-uniform generator). Runs are interleaved; each figure is a median over repeats.
+uniform generator); TF adds ``threefry``, the sampled op with the portable generator
+(JAX's ``sampled`` is Threefry already). Runs are interleaved; each figure is a median
+over repeats.
 
   python -m crossgrad.benchmarks.bernoulli_mask --json=out/bernoulli_mask.json
 """
@@ -75,6 +77,10 @@ def tensorflow_steps(p_shape, f_shape) -> dict[str, Callable[[], None]]:
       "given_u/handwritten": make(handwritten, lambda c: given),
       "sampled/op": make(cg.tensorflow.bernoulli_mask_sampled, seed),
       "sampled/handwritten": make(handwritten, lambda c: tf.random.stateless_uniform(
+          p_shape, seed(c))),
+      "threefry/op": make(lambda p, f, s: cg.tensorflow.bernoulli_mask_sampled(
+          p, f, s, "threefry"), seed),
+      "threefry/handwritten": make(handwritten, lambda c: tf.random.stateless_uniform(
           p_shape, seed(c))),
   }
 
@@ -160,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         ("gpu" if module.config.list_physical_devices("GPU") else "cpu")
         if name == "tensorflow" else module.devices()[0].platform)
     results["frameworks"][name] = {}
-    for noise in ("given_u", "sampled"):
+    for noise in dict.fromkeys(name.split("/")[0] for name in times):
       op, hand = np.array(times[f"{noise}/op"]), np.array(times[f"{noise}/handwritten"])
       row = {"op_ms": 1e3 * float(np.median(op)), "handwritten_ms": 1e3 * float(np.median(hand)),
              "ratio": float(np.median(op / hand)),

@@ -4,9 +4,11 @@ The model of seeds 000/003 (arXiv 1710.11446) at toy scale: per-pixel features `
 and an attention map ``p`` (both from the 3x3 neighbourhood of each pixel), a Bernoulli
 sample of ``p`` multiplied with ``F`` (`bernoulli_mask`, surrogate gradient), then a
 linear classifier. Both frameworks start from the same weights and see the same
-batches; with ``--noise=shared`` (default) they also get the same uniform noise, so
-their curves should coincide up to float32 rounding; with ``--noise=framework`` each
-draws its own masks from a seed (Keras layer counter in TF, folded keys in JAX).
+batches. With ``--noise=shared`` (default) they also get the same uniform noise, so
+their curves should coincide up to float32 rounding; ``--noise=threefry`` gets the same
+masks without sharing anything but the seed (crossgrad's Threefry in TF, JAX's own
+keys); with ``--noise=framework`` each draws its own masks (TF's Philox, JAX's
+Threefry), so the curves differ by sampling noise only.
 Evaluation uses the expectation ``p * F``. Prints loss and accuracy per epoch and saves
 a PNG of both curves.
 
@@ -55,12 +57,12 @@ def batches(n: int, batch_size: int, epochs: int, seed: int):
   return [np.array_split(rng.permutation(n), max(1, n // batch_size)) for _ in range(epochs)]
 
 
-def train_tensorflow(params, data, test, order, noise, lr, seed):
+def train_tensorflow(params, data, test, order, noise, lr, seed, generator):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from crossgrad.attention import keras as attention  # pylint: disable=g-import-not-at-top
 
   w = {k: tf.Variable(v) for k, v in params.items()}
-  mask = attention.BernoulliAttentionMask(seed=seed)
+  mask = attention.BernoulliAttentionMask(seed=seed, generator=generator)
 
   def logits(x, training, u=None):
     features = tf.nn.relu(x @ w["wf"] + w["bf"])
@@ -100,7 +102,7 @@ def train_tensorflow(params, data, test, order, noise, lr, seed):
               lambda x, y: evaluate(x, y), lambda v: float(np.asarray(v)))
 
 
-def train_jax(params, data, test, order, noise, lr, seed):
+def train_jax(params, data, test, order, noise, lr, seed, generator):
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
   from crossgrad.attention import jax as attention  # pylint: disable=g-import-not-at-top
@@ -131,7 +133,10 @@ def train_jax(params, data, test, order, noise, lr, seed):
     return loss, jnp.mean((jnp.argmax(out, -1) == y).astype(jnp.float32))
 
   def train_step(x, y, u):
-    key = jax.random.fold_in(base_key, state["step"])
+    if generator == "threefry":  # The raw key the Keras layer's step uses.
+      key = jax.random.wrap_key_data(jnp.array([seed, state["step"]], jnp.uint32))
+    else:
+      key = jax.random.fold_in(base_key, state["step"])
     state["w"], loss = step(state["w"], x, y, key, u)
     state["step"] += 1
     return loss
@@ -181,7 +186,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, list[float]]]
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--epochs", type=int, default=30)
   parser.add_argument("--short", action="store_true", help="2 epochs on 400 images")
-  parser.add_argument("--noise", choices=("shared", "framework"), default="shared")
+  parser.add_argument("--noise", choices=("shared", "threefry", "framework"),
+                      default="shared")
   parser.add_argument("--lr", type=float, default=0.5)
   parser.add_argument("--batch-size", type=int, default=64)
   parser.add_argument("--seed", type=int, default=0)
@@ -196,7 +202,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, list[float]]]
     rng = np.random.default_rng([args.seed, 1])
     noise = [[rng.uniform(size=(len(idx), 64, 1)).astype(np.float32) for idx in e]
              for e in order]
-  curves = {name: train(params, data, test, order, noise, args.lr, args.seed)
+  generator = "threefry" if args.noise == "threefry" else "philox"
+  curves = {name: train(params, data, test, order, noise, args.lr, args.seed, generator)
             for name, train in (("tensorflow", train_tensorflow), ("jax", train_jax))}
   print(f"{'epoch':>5}  {'tf train':>9}  {'jax train':>9}  {'tf test':>8}  {'jax test':>8}"
         f"  {'tf acc':>6}  {'jax acc':>7}")
