@@ -158,7 +158,13 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
   return tuple(np.asarray(o) for o in outs), base.merge_cotangents(op, grads)
 
 
-# The Bernoulli attention mask's entry points (they use `get` above).
-from crossgrad.backends.jax_bernoulli import bernoulli_mask  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.backends.jax_bernoulli import bernoulli_mask_sampled  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.backends.jax_bernoulli import uniform_noise  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# The Bernoulli attention mask's entry points live in their own module (which uses `get`).
+_BERNOULLI = ("bernoulli_mask", "bernoulli_mask_sampled", "uniform_noise")
+
+
+def __getattr__(name: str):
+  if name in _BERNOULLI:
+    from crossgrad.backends import jax_bernoulli  # pylint: disable=g-import-not-at-top
+    return getattr(jax_bernoulli, name)
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

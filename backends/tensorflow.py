@@ -160,8 +160,13 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
           base.merge_cotangents(op, [g.numpy() for g in grads]))
 
 
-# The Bernoulli attention mask's entry points (they use `get` above).
-from crossgrad.backends.tensorflow_bernoulli import GENERATORS  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.backends.tensorflow_bernoulli import bernoulli_mask  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.backends.tensorflow_bernoulli import bernoulli_mask_sampled  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.backends.tensorflow_bernoulli import uniform_noise  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# The Bernoulli attention mask's entry points live in their own module (which uses `get`).
+_BERNOULLI = ("GENERATORS", "bernoulli_mask", "bernoulli_mask_sampled", "uniform_noise")
+
+
+def __getattr__(name: str):
+  if name in _BERNOULLI:
+    from crossgrad.backends import tensorflow_bernoulli  # pylint: disable=g-import-not-at-top
+    return getattr(tensorflow_bernoulli, name)
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
