@@ -11,6 +11,8 @@ from crossgrad.registry import random_bits
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.ops import bernoulli_mask as op
 
+GENERATORS = ("philox", "threefry")
+
 
 def bernoulli_mask(p: Any, features: Any, u: Any) -> tf.Tensor:
   """``(u < p) * features`` with the surrogate gradient; checks values in eager mode.
@@ -23,9 +25,6 @@ def bernoulli_mask(p: Any, features: Any, u: Any) -> tf.Tensor:
   if tf.executing_eagerly():
     op.check_values(p.numpy(), u.numpy(), backend=backend.NAME)
   return backend.get(op.NAME)(p, features, u)
-
-
-GENERATORS = ("philox", "threefry")
 
 
 def _seed(seed: Any) -> tf.Tensor:
@@ -64,8 +63,8 @@ def uniform_noise(shape: Any, seed: Any, dtype: Any = tf.float32,
   ``generator="philox"``: TF's stateless Philox words, the same in eager, graph and
   XLA (TF's own float conversion is not). ``"threefry"``: crossgrad's Threefry-2x32 in
   the neutral namespace with the seed pair as key words, which gives exactly
-  ``crossgrad.jax.uniform_noise`` of ``jax.random.key(s)`` (or of the raw key
-  ``uint32[k0, k1]``). Words become noise by `random_bits.uniform`.
+  ``crossgrad.jax.uniform_noise`` of ``jax.random.key(s)`` for ``0 <= s < 2**32`` (or
+  of the raw key ``uint32[k0, k1]`` for a pair). Words become noise by `random_bits.uniform`.
   """
   dtype = tf.as_dtype(dtype)
   return random_bits.uniform(backend.xp, _bits(shape, _seed(seed), generator), dtype.name)
