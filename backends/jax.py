@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from crossgrad.backends import base
-from crossgrad.registry import validation
+from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
 
@@ -22,6 +22,11 @@ PLATFORMS = ("cpu", "gpu", "tpu")
 
 def _clip(x, lo, hi):
   return jnp.clip(x, lo, hi) if (lo is not None or hi is not None) else jnp.asarray(x)
+
+
+def _unbroadcast(x, like):
+  x, shape = jnp.asarray(x), jnp.shape(like)
+  return jnp.reshape(jnp.sum(x, axis=broadcasting.sum_axes(x.shape, shape)), shape)
 
 
 xp = Namespace(NAME, {
@@ -39,6 +44,8 @@ xp = Namespace(NAME, {
     "full_like": jnp.full_like, "zeros": jnp.zeros, "ones": jnp.ones,
     "astype": lambda x, dtype: jnp.asarray(x).astype(dtype),
     "one_hot": lambda labels, depth, dtype: jax.nn.one_hot(labels, depth, dtype=dtype),
+    "unbroadcast": _unbroadcast, "bitwise_xor": jnp.bitwise_xor, "bitwise_or": jnp.bitwise_or,
+    "left_shift": jnp.left_shift, "right_shift": jnp.right_shift,
 })
 
 
@@ -150,3 +157,15 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     outs, grads = run([args[i] for i in diff], args, cots)
     outs, grads = jax.device_get((outs, grads))
   return tuple(np.asarray(o) for o in outs), base.merge_cotangents(op, grads)
+
+
+
+# The Bernoulli attention mask's entry points live in their own module (which uses `get`).
+_BERNOULLI = ("bernoulli_mask", "bernoulli_mask_sampled", "uniform_noise")
+
+
+def __getattr__(name: str):
+  if name in _BERNOULLI:
+    from crossgrad.backends import jax_bernoulli  # pylint: disable=g-import-not-at-top
+    return getattr(jax_bernoulli, name)
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from crossgrad.backends import base
-from crossgrad.registry import validation
+from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
@@ -22,6 +22,9 @@ def _clip(x, lo, hi):
 
 def _one_hot(labels, depth, dtype):
   return (np.asarray(labels)[..., None] == np.arange(depth)).astype(dtype)
+def _unbroadcast(x, like):
+  x, shape = np.asarray(x), np.shape(like)
+  return np.reshape(np.sum(x, axis=broadcasting.sum_axes(x.shape, shape)), shape)
 
 
 xp = Namespace(NAME, {
@@ -37,6 +40,8 @@ xp = Namespace(NAME, {
     "zeros_like": np.zeros_like, "ones_like": np.ones_like, "full_like": np.full_like,
     "zeros": np.zeros, "ones": np.ones, "astype": lambda x, dtype: np.asarray(x).astype(dtype),
     "one_hot": _one_hot,
+    "unbroadcast": _unbroadcast, "bitwise_xor": np.bitwise_xor, "bitwise_or": np.bitwise_or,
+    "left_shift": np.left_shift, "right_shift": np.right_shift,
 })
 
 

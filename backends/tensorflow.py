@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from crossgrad.backends import base
-from crossgrad.registry import validation
+from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
 
@@ -48,6 +48,18 @@ def _clip(x, lo, hi):
   return x
 
 
+def _unbroadcast(x, like):
+  x, like = tf.convert_to_tensor(x), tf.convert_to_tensor(like)
+  if x.shape.is_fully_defined() and like.shape.is_fully_defined():
+    axes = list(broadcasting.sum_axes(x.shape.as_list(), like.shape.as_list()))
+    return tf.reshape(tf.reduce_sum(x, axis=axes) if axes else x, like.shape)
+  # Unknown sizes at trace time: let TF's own broadcast-gradient op find the axes.
+  axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(x))
+  out = tf.reshape(tf.reduce_sum(x, axis=axes), tf.shape(like))
+  out.set_shape(like.shape)
+  return out
+
+
 def _reduction(fn):
   return lambda x, axis=None, keepdims=False: fn(x, axis=axis, keepdims=keepdims)
 
@@ -70,6 +82,9 @@ xp = Namespace(NAME, {
     "full_like": lambda x, value: tf.fill(tf.shape(x), tf.cast(value, x.dtype)),
     "zeros": tf.zeros, "ones": tf.ones, "astype": tf.cast,
     "one_hot": lambda labels, depth, dtype: tf.one_hot(labels, depth, dtype=tf.as_dtype(dtype)),
+    "unbroadcast": _unbroadcast, "bitwise_xor": _binary(tf.bitwise.bitwise_xor),
+    "bitwise_or": _binary(tf.bitwise.bitwise_or), "left_shift": _binary(tf.bitwise.left_shift),
+    "right_shift": _binary(tf.bitwise.right_shift),
 })
 
 
@@ -144,3 +159,15 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     outs, grads = run(args, cots)
   return (tuple(o.numpy() for o in outs),
           base.merge_cotangents(op, [g.numpy() for g in grads]))
+
+
+
+# The Bernoulli attention mask's entry points live in their own module (which uses `get`).
+_BERNOULLI = ("GENERATORS", "bernoulli_mask", "bernoulli_mask_sampled", "uniform_noise")
+
+
+def __getattr__(name: str):
+  if name in _BERNOULLI:
+    from crossgrad.backends import tensorflow_bernoulli  # pylint: disable=g-import-not-at-top
+    return getattr(tensorflow_bernoulli, name)
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

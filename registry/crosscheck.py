@@ -88,60 +88,69 @@ def _params_label(params: dict) -> str:
 
 def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
                            seed: int = 0) -> list[Row]:
-  """float64 rows checking the reference backward by finite differences."""
+  """float64 rows checking the reference backward by finite differences.
+
+  Exact ops, and a surrogate op's ``exact_inputs``, are checked against the forward;
+  a surrogate op's other inputs against its ``surrogate`` (when declared), with an
+  informational ``fd_forward`` row showing how far they are from the forward's derivative.
+  """
   reference = _load("numpy")
   inputs = _cast_inputs(op, inputs, "float64")
-  diff = op.diff_argnums
-
-  def with_diff(diff_inputs):
-    full = list(inputs)
-    for i, x in zip(diff, diff_inputs):
-      full[i] = x
-    return full
+  label = _params_label(params)
 
   def floating(outputs):
     return [o for o in validation.as_tuple(outputs) if np.issubdtype(o.dtype, np.floating)]
 
-  def forward(diff_inputs):
-    return floating(op.forward(reference.xp, *with_diff(diff_inputs), **params)[0])
+  def row(check, function, argnums, must_pass, note_fn):
+    """Checks the cotangents of ``argnums`` against finite differences of ``function``."""
+    def with_varied(varied):
+      full = list(inputs)
+      for i, x in zip(argnums, varied):
+        full[i] = x
+      return full
 
-  def surrogate(diff_inputs):
-    return floating(op.surrogate(reference.xp, *with_diff(diff_inputs), **params))
+    def target(varied):
+      return floating(function(reference.xp, *with_varied(varied), **params))
 
-  def vjp(diff_inputs, cotangents):
-    outputs, vjp_fn = reference.vjp(op, *with_diff(diff_inputs), **params)
-    it = iter(cotangents)
-    g = tuple(next(it) if np.issubdtype(o.dtype, np.floating) else None
-              for o in validation.as_tuple(outputs))
-    cts = vjp_fn(g if isinstance(outputs, tuple) else g[0])
-    return [cts[i] for i in diff]
+    def vjp(varied, cotangents):
+      outputs, vjp_fn = reference.vjp(op, *with_varied(varied), **params)
+      it = iter(cotangents)
+      g = tuple(next(it) if np.issubdtype(o.dtype, np.floating) else None
+                for o in validation.as_tuple(outputs))
+      cts = vjp_fn(g if isinstance(outputs, tuple) else g[0])
+      return [cts[i] for i in argnums]
 
-  label = _params_label(params)
-  diff_inputs = [inputs[i] for i in diff]
-
-  def row(check, target, must_pass, note_fn):
+    names = "inputs " + ", ".join(op.input_names[i] for i in argnums)
     start = time.perf_counter()
-    rng = np.random.default_rng(seed)
     try:
-      err, how = finite_diff.vjp_error(target, vjp, diff_inputs, rng)
+      err, how = finite_diff.vjp_error(target, vjp, [inputs[i] for i in argnums],
+                                       np.random.default_rng(seed))
     except Exception as e:  # pylint: disable=broad-except
       return Row(op.name, label, "numpy", "cpu:0", "float64", "eager", check, None,
                  finite_diff.TOLERANCE, False, _first_line(e), time.perf_counter() - start)
     passed = err <= finite_diff.TOLERANCE
     return Row(op.name, label, "numpy", "cpu:0", "float64", "eager", check, err,
-               finite_diff.TOLERANCE, passed or not must_pass, f"{how}; {note_fn(passed)}",
-               time.perf_counter() - start)
+               finite_diff.TOLERANCE, passed or not must_pass,
+               f"{names}; {how}; {note_fn(passed)}", time.perf_counter() - start)
+
+  def forward(xp, *args, **kwargs):
+    return op.forward(xp, *args, **kwargs)[0]
+
+  def against_forward(p):
+    return ("backward matches the forward's derivative" if p
+            else "backward is NOT the derivative of forward")
 
   if op.gradient == "exact":
-    return [row("fd", forward, True,
-                lambda p: "backward matches the forward's derivative" if p
-                else "backward is NOT the derivative of forward")]
-  rows = [row("fd_forward", forward, False,
-              lambda p: "backward equals the forward's derivative: could be "
-              "gradient='exact'" if p else "surrogate: backward is not the forward's "
-              "derivative, as declared")]
+    return [row("fd", forward, op.diff_argnums, True, against_forward)]
+  rows = []
+  if op.exact_argnums:
+    rows.append(row("fd", forward, op.exact_argnums, True, against_forward))
+  surrogate_argnums = tuple(i for i in op.diff_argnums if i not in op.exact_argnums)
+  rows.append(row("fd_forward", forward, surrogate_argnums, False,
+                  lambda p: "backward equals the forward's derivative: could be exact" if p
+                  else "surrogate: backward is not the forward's derivative, as declared"))
   if op.surrogate is not None:
-    rows.append(row("fd", surrogate, True,
+    rows.append(row("fd", op.surrogate, surrogate_argnums, True,
                     lambda p: "backward matches the surrogate's derivative" if p
                     else "backward is NOT the derivative of the declared surrogate"))
   return rows

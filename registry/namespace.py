@@ -39,6 +39,11 @@ FUNCTIONS: dict[str, str] = {
     "logical_and": "logical_and(a, b)",
     "logical_or": "logical_or(a, b)",
     "logical_not": "logical_not(x)",
+    # Bitwise, on unsigned integers (right_shift is logical).
+    "bitwise_xor": "bitwise_xor(a, b)",
+    "bitwise_or": "bitwise_or(a, b)",
+    "left_shift": "left_shift(x, n)",
+    "right_shift": "right_shift(x, n)",
     # Reductions.
     "sum": "sum(x, axis=None, keepdims=False)",
     "mean": "mean(x, axis=None, keepdims=False)",
@@ -48,6 +53,9 @@ FUNCTIONS: dict[str, str] = {
     "reshape": "reshape(x, shape)",
     "transpose": "transpose(x, axes=None)",
     "broadcast_to": "broadcast_to(x, shape)",
+    "unbroadcast": "unbroadcast(x, like): x summed over the axes along which `like` was "
+                   "broadcast to x's shape, so the result has like's shape (the adjoint of "
+                   "broadcast_to, for cotangents of broadcast inputs)",
     "expand_dims": "expand_dims(x, axis)",
     "matmul": "matmul(a, b)",
     # Creation and casts.

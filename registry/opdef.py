@@ -32,6 +32,9 @@ class OpDef:
     sample: ``sample(rng) -> tuple of NumPy inputs`` used by the cross-check.
     nondiff: names or indices of inputs that get no cotangent (integer indices,
       noise); integer-typed inputs must be listed here.
+    exact_inputs: for surrogate ops, names or indices of inputs whose cotangent is
+      nonetheless the exact derivative of the forward (checked against it by finite
+      differences); the surrogate covers the other differentiable inputs.
     param_sets: static-parameter settings the cross-check covers.
     check_inputs: ``check_inputs(specs, **params)`` raising `CrossgradError` for
       inputs the op cannot take; ``specs`` maps input name to `ArraySpec`.
@@ -45,12 +48,14 @@ class OpDef:
   surrogate: Callable[..., Any] | None = None
   sample: Callable[[Any], Sequence[Any]] | None = None
   nondiff: Sequence[int | str] = ()
+  exact_inputs: Sequence[int | str] = ()
   param_sets: Sequence[Mapping[str, Any]] = ({},)
   check_inputs: Callable[..., None] | None = None
   doc: str = ""
   input_names: tuple[str, ...] = dataclasses.field(init=False)
   param_defaults: Mapping[str, Any] = dataclasses.field(init=False)
   nondiff_argnums: tuple[int, ...] = dataclasses.field(init=False)
+  exact_argnums: tuple[int, ...] = dataclasses.field(init=False)
 
   def __post_init__(self):
     if not isinstance(self.name, str) or not _NAME_PATTERN.match(self.name):
@@ -79,6 +84,7 @@ class OpDef:
       self._check_signature("surrogate", self.surrogate, n_positional=1 + len(inputs),
                             with_inputs=True)
     object.__setattr__(self, "nondiff_argnums", self._resolve_nondiff())
+    object.__setattr__(self, "exact_argnums", self._resolve_exact())
     object.__setattr__(self, "param_sets", tuple(dict(p) for p in self.param_sets))
     for params in self.param_sets:
       self.resolve_params(params)
@@ -122,23 +128,41 @@ class OpDef:
       self._fail(f"'{field}' has the wrong signature", argument=field,
                  expected=f"{field}({shape}{', *' if params else ''}{params})", actual=str(e))
 
-  def _resolve_nondiff(self) -> tuple[int, ...]:
+  def _argnums(self, field: str) -> tuple[int, ...]:
     argnums = []
-    for entry in self.nondiff:
+    for entry in getattr(self, field):
       if isinstance(entry, str):
         if entry not in self.input_names:
-          self._fail("unknown input in 'nondiff'", argument="nondiff",
+          self._fail(f"unknown input in '{field}'", argument=field,
                      expected=f"one of {list(self.input_names)}", actual=repr(entry))
         argnums.append(self.input_names.index(entry))
       elif isinstance(entry, int) and 0 <= entry < len(self.input_names):
         argnums.append(entry)
       else:
-        self._fail("bad entry in 'nondiff'", argument="nondiff",
+        self._fail(f"bad entry in '{field}'", argument=field,
                    expected=f"an input name or an index in [0, {len(self.input_names)})",
                    actual=repr(entry))
-    if len(set(argnums)) == len(self.input_names):
-      self._fail("every input is non-differentiable", argument="nondiff")
     return tuple(sorted(set(argnums)))
+
+  def _resolve_nondiff(self) -> tuple[int, ...]:
+    argnums = self._argnums("nondiff")
+    if len(argnums) == len(self.input_names):
+      self._fail("every input is non-differentiable", argument="nondiff")
+    return argnums
+
+  def _resolve_exact(self) -> tuple[int, ...]:
+    argnums = self._argnums("exact_inputs")
+    if argnums and self.gradient == "exact":
+      self._fail("'exact_inputs' only applies to gradient='surrogate' (an exact op is exact "
+                 "in every input)", argument="exact_inputs")
+    both = sorted(set(argnums) & set(self.nondiff_argnums))
+    if both:
+      self._fail("an input cannot be both exact and non-differentiable",
+                 argument="exact_inputs", actual=[self.input_names[i] for i in both])
+    if argnums and len(argnums) == len(self.diff_argnums):
+      self._fail("every differentiable input is exact: declare gradient='exact' instead",
+                 argument="exact_inputs")
+    return argnums
 
   # Used by the registry and the backends.
 

@@ -1,5 +1,6 @@
 """The cross-check passes correct ops and catches planted wrong gradients."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -52,6 +53,21 @@ def test_planted_wrong_backward_is_caught(name):
   (failure,) = report.failures
   assert failure.check == "fd" and failure.error > 1e-3
   assert "is NOT the derivative" in failure.note
+
+
+def test_exact_inputs_of_a_surrogate_op_are_checked_against_the_forward():
+  bernoulli = cg.get("bernoulli_mask")
+
+  def backward(xp, residuals, g):  # dfeatures with p where the sampled mask belongs.
+    p, features, _ = residuals
+    return xp.unbroadcast(g * features, p), xp.unbroadcast(g * p, features), None
+
+  planted = dataclasses.replace(bernoulli, name="t_bernoulli_planted", backward=backward)
+  report = cg.cross_check([planted], backends=[])
+  (failure,) = report.failures
+  assert failure.check == "fd" and failure.note.startswith("inputs features;")
+  assert {(r.check, r.ok) for r in cg.cross_check(["bernoulli_mask"], backends=[]).rows} == {
+      ("fd", True), ("fd_forward", True)}
 
 
 def test_backend_specific_backward_is_caught_by_the_comparison():

@@ -52,6 +52,12 @@ CALLS = {
     "zeros": ((_X,), lambda xp, x: xp.zeros((2, 3), x.dtype) + x),
     "ones": ((_X,), lambda xp, x: xp.ones((2, 3), "float32")),
     "astype": ((_X,), lambda xp, x: xp.astype(x, "int32")),
+    "unbroadcast": ((_X, _Y), lambda xp, x, y: xp.unbroadcast(xp.expand_dims(x, 0) * 2.0,
+                                                             x[:1]) + xp.unbroadcast(y, y)),
+    "bitwise_xor": ((_X,), lambda xp, x: xp.bitwise_xor(xp.astype(x * 4, "int32"), 5)),
+    "bitwise_or": ((_X,), lambda xp, x: xp.bitwise_or(xp.astype(x * 4, "int32"), 6)),
+    "left_shift": ((_X,), lambda xp, x: xp.left_shift(xp.astype(x * 4, "int32"), 3)),
+    "right_shift": ((_X,), lambda xp, x: xp.right_shift(xp.astype(x * 4, "int32"), 1)),
     # Labels -1..3 against depth 3: out-of-range rows are all zero in every backend.
     "one_hot": ((_X,), lambda xp, x: xp.one_hot(xp.astype(xp.floor(x + 0.5), "int32"), 3,
                                                  x.dtype)),

@@ -1,9 +1,10 @@
 """crossgrad's built-in ops; importing this package registers them."""
 
+from crossgrad.registry.ops.bernoulli_mask import BERNOULLI_MASK
 from crossgrad.registry.ops.center_loss import CENTER_LOSS
 from crossgrad.registry.ops.custom_add import CUSTOM_ADD
 from crossgrad.registry.ops.leaky_relu import LEAKY_RELU
 from crossgrad.registry.ops.positive_matmul import POSITIVE_MATMUL
 from crossgrad.registry.ops.ste_quantize import STE_QUANTIZE
 
-BUILTIN = (CENTER_LOSS, CUSTOM_ADD, LEAKY_RELU, POSITIVE_MATMUL, STE_QUANTIZE)
+BUILTIN = (BERNOULLI_MASK, CENTER_LOSS, CUSTOM_ADD, LEAKY_RELU, POSITIVE_MATMUL, STE_QUANTIZE)

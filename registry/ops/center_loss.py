@@ -10,9 +10,9 @@ true derivative; for the centers the paper's update instead of the derivative,
 (zero for a class with no sample in the batch), so one SGD step of learning rate
 ``alpha / g`` on ``c`` is the paper's ``c_j <- c_j - alpha * delta c_j``. No function has
 this backward as its gradient (the mixed partials differ by the factor 1 / (1 + n_j)),
-so the op declares no surrogate: the cross-check compares the backends with the NumPy
-reference, and tests/test_center_loss.py checks dx by finite differences and dc against
-the formula.
+so the op declares no surrogate: ``x`` is an ``exact_inputs`` entry, which the
+cross-check verifies by finite differences; dc is compared across backends, and
+tests/test_center_loss.py checks it against the paper's formula.
 
 Labels outside [0, K) are a `CrossgradError` wherever their values are known when the op
 runs (NumPy, eager TensorFlow and JAX). Under ``tf.function`` and ``jax.jit`` they cannot
@@ -111,6 +111,7 @@ CENTER_LOSS = register(OpDef(
     gradient="surrogate",
     sample=_sample,
     nondiff=("y",),
+    exact_inputs=("x",),
     check_inputs=_check_inputs,
     doc="1/2 sum ||x_i - c[y_i]||^2; dx exact, dc the paper's center update "
         "sum_{y_i=j}(c_j - x_i) / (1 + n_j)",

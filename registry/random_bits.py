@@ -1,0 +1,52 @@
+"""Counter-based random bits written once against ``xp``: the same words in every backend.
+
+`threefry2x32` is Threefry-2x32 with 20 rounds (Salmon et al., "Parallel random
+numbers: as easy as 1, 2, 3", SC 2011), in uint32 arithmetic that wraps modulo 2**32.
+`threefry_bits` lays counters out as JAX does (``jax_threefry_partitionable``, the
+default since JAX 0.5): element ``i`` of an array in row-major order gets
+``x0 ^ x1`` of the hash of the counter pair ``(0, i)``, so with the key words of
+``jax.random.key(seed)`` it reproduces ``jax.random.bits`` (arrays below 2**32
+elements). `uniform` turns words into noise in [0, 1) for every backend alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Noise is built from the top bits of a uint32 word, as many as the dtype holds exactly.
+UNIFORM_BITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 32}
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_PARITY = 0x1BD11BDA
+
+
+def _rotate_left(xp, x, r: int):
+  return xp.bitwise_or(xp.left_shift(x, r), xp.right_shift(x, 32 - r))
+
+
+def threefry2x32(xp, k0: Any, k1: Any, x0: Any, x1: Any) -> tuple[Any, Any]:
+  """Threefry-2x32-20 of the counter words ``(x0, x1)`` under the key ``(k0, k1)``.
+
+  All four are uint32 arrays (keys broadcast against counters); NumPy warns about the
+  intended wrap-around when every operand is 0-d, so give counters at least one axis.
+  """
+  keys = (k0, k1, xp.bitwise_xor(xp.bitwise_xor(k0, k1), _PARITY))
+  x0, x1 = x0 + keys[0], x1 + keys[1]
+  for block in range(5):
+    for r in _ROTATIONS[block % 2]:
+      x0 = x0 + x1
+      x1 = xp.bitwise_xor(_rotate_left(xp, x1, r), x0)
+    x0 = x0 + keys[(block + 1) % 3]
+    x1 = x1 + keys[(block + 2) % 3] + (block + 1)
+  return x0, x1
+
+
+def threefry_bits(xp, k0: Any, k1: Any, counters: Any) -> Any:
+  """One uint32 word per element of ``counters`` (their row-major indices, uint32)."""
+  x0, x1 = threefry2x32(xp, k0, k1, xp.zeros_like(counters), counters)
+  return xp.bitwise_xor(x0, x1)
+
+
+def uniform(xp, bits: Any, dtype: str) -> Any:
+  """``(bits >> (32 - k)) / 2**k`` for k = `UNIFORM_BITS`: exact in ``dtype``, below 1."""
+  k = UNIFORM_BITS[dtype]
+  return xp.astype(xp.right_shift(bits, 32 - k), dtype) * (2.0 ** -k)
