@@ -161,6 +161,34 @@ def py_func(func: Callable[..., Any], inp: Sequence[Any], Tout: Any, stateful: b
   return _tf2_py_func(func, inp, Tout, stateful, name, grad)
 
 
+def legacy_vjp(func: Callable[..., Any], grad: Callable[..., Any], inputs: Sequence[Any],
+               cotangents: Sequence[Any], Tout: Sequence[Any] | None = None,
+               name: str = "legacy") -> tuple[list[np.ndarray], list[np.ndarray | None]]:
+  """The TF1 oracle: a real PyFunc with ``grad`` in a fresh `tf.compat.v1` graph.
+
+  Runs ``py_func(func, inputs, Tout, grad=grad)`` under `gradient_override_map` and
+  `tf.gradients` with ``cotangents`` as ``grad_ys`` in a `tf.compat.v1.Session`.
+
+  Returns:
+    (outputs, input gradients) as NumPy arrays; a gradient is None where TF1 gives none.
+  """
+  inputs = [np.asarray(x) for x in inputs]
+  if Tout is None:
+    Tout = [inputs[0].dtype] * len(cotangents)
+  graph = tf.Graph()
+  with graph.as_default():
+    xs = [tf.compat.v1.placeholder(x.dtype, x.shape) for x in inputs]
+    gs = [tf.compat.v1.placeholder(np.asarray(c).dtype, np.shape(c)) for c in cotangents]
+    outputs = py_func(func, xs, list(Tout), stateful=False, name=name, grad=grad)
+    grads = tf.gradients(outputs, xs, grad_ys=gs)
+    fetch = [g for g in grads if g is not None]
+    feed = dict(zip(xs + gs, inputs + [np.asarray(c) for c in cotangents]))
+    with tf.compat.v1.Session(graph=graph) as session:
+      out_values, grad_values = session.run((outputs, fetch), feed)
+  it = iter(grad_values)
+  return list(out_values), [None if g is None else next(it) for g in grads]
+
+
 # `port`: a legacy pair as a registry op.
 
 
@@ -362,20 +390,19 @@ def port(name: str, forward: Callable[..., Any], grad: Callable[..., Any], *,
       f"{_qualname(grad)}",
       unsupported_modes={"tensorflow:jit": "the forward is a tf.numpy_function (host "
                                            "Python), which XLA cannot compile"})
-  op_forward.legacy = (forward, grad)
+  op_forward.port = impl
   if sample is not None:
     _check_deterministic(impl, sample)
   if not register:
     return op
   if name in op_registry.names():
     # Every port shares `op_forward`'s code, so compare the legacy functions instead.
-    existing = op_registry.get(name)
-    legacy = getattr(existing.forward, "legacy", None)
-    if legacy is None or [_function_key(f) for f in legacy] != [
+    existing = getattr(op_registry.get(name).forward, "port", None)
+    if existing is None or [_function_key(f) for f in (existing.forward, existing.grad)] != [
         _function_key(f) for f in (forward, grad)]:
       raise CrossgradError("name already registered with a different definition", op=name,
                            hint="Pick another name, or unregister the old op first")
-    return existing
+    return op_registry.get(name)
   return op_registry.register(op)
 
 
