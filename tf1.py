@@ -218,9 +218,13 @@ def _check_portable(name: str, grad: Callable[..., Any], stateful: bool):
         hint="Pass the collection's tensors to the py_func as extra inputs")
 
 
-def _input_names(name: str, forward: Callable[..., Any], input_names) -> tuple[str, ...]:
-  if input_names is not None:
-    return tuple(input_names)
+def forward_input_names(name: str, forward: Callable[..., Any],
+                        given: Sequence[str] | None = None) -> tuple[str, ...]:
+  """The legacy forward's input names: ``given``, its parameters, or x0.. for a ufunc."""
+  if given is not None:
+    return tuple(given)
+  if isinstance(forward, np.ufunc):
+    return tuple(f"x{i}" for i in range(forward.nin))
   parameters = inspect.signature(forward).parameters.values()
   if any(p.kind == p.VAR_POSITIONAL for p in parameters):
     raise CrossgradError("cannot read the forward's inputs from '*args'", op=name,
@@ -372,7 +376,7 @@ def port(name: str, forward: Callable[..., Any], grad: Callable[..., Any], *,
   if jax_backward not in JAX_BACKWARDS:
     raise CrossgradError("unknown jax_backward", op=name, argument="jax_backward",
                          expected=" or ".join(JAX_BACKWARDS), actual=repr(jax_backward))
-  names = _input_names(name, forward, input_names)
+  names = forward_input_names(name, forward, input_names)
   nondiff_argnums = {names.index(n) if isinstance(n, str) and n in names else n
                      for n in nondiff}
   impl = _Port(name, forward, grad, len(names), num_outputs, output_shapes,
