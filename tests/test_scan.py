@@ -15,8 +15,9 @@ EXPECTED = {
     "legacy_square_cube.py": [(10, "RegisterGradient"), (12, "gradient_override_map"),
                               (13, "py_func under override"), (23, "py_func with grad"),
                               (36, "py_func with grad")],
-    "legacy_tf2_styles.py": [(7, "RegisterGradient"),
-                             (14, "numpy_function in custom_gradient")],
+    "legacy_tf2_styles.py": [(8, "RegisterGradient"),
+                             (15, "numpy_function in custom_gradient"),
+                             (31, "Defun python_grad_func")],
     "legacy_py2.py": [(7, "RegisterGradient"), (9, "gradient_override_map"),
                       (10, "py_func under override"), (18, "py_func with grad")],
 }
