@@ -242,6 +242,7 @@ class _Port:
     self.n_inputs, self.num_outputs = n_inputs, num_outputs
     self.output_shapes, self.nondiff, self.jax_backward = output_shapes, nondiff, jax_backward
     self._call_tf = None
+    self._strategies: dict[tuple, str] = {}  # "call_tf" or "callback" per input specs.
 
   # Forward.
 
@@ -315,7 +316,10 @@ class _Port:
     from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
     how = self.jax_backward
     if how == "auto":
-      how = "callback" if self.uses_py_func(flat) else "call_tf"
+      key = tuple((tuple(x.shape), str(x.dtype)) for x in flat)
+      if key not in self._strategies:
+        self._strategies[key] = "callback" if self.uses_py_func(flat) else "call_tf"
+      how = self._strategies[key]
     if how == "call_tf":
       if self._call_tf is None:
         self._call_tf = jax2tf.call_tf(self._tf_flat)

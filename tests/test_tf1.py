@@ -159,6 +159,17 @@ def test_no_random_names_and_no_state_left_behind():
   assert len(tf_ops._gradient_registry.list()) == registered + 1  # pylint: disable=protected-access
 
 
+def test_variables_get_gradients_in_eager_mode():
+  """The seeds feed tf.Variables into the py_func."""
+  c, k, d, g = _arrays(7, 4)
+  variables = [tf.Variable(x) for x in (c, k, d)]
+  with tf.GradientTape() as tape:
+    e = tf1.py_func(ADD.forward_func, variables, [tf.float32], grad=ADD.backprop_func)[0]
+  grads = tape.gradient(e, variables, output_gradients=tf.constant(g))
+  for got, want in zip(grads, _legacy_graph_add(c, k, d, g)):
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+
+
 def test_op_graph_is_a_clear_error_outside_tf1():
   def reads_graph(op, grad):
     del grad
