@@ -1,0 +1,1 @@
+"""Benchmarks: each runs as ``python -m crossgrad.benchmarks.<name>``."""
