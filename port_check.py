@@ -30,20 +30,26 @@ import numpy as np
 import crossgrad as cg
 from crossgrad.registry import crosscheck
 
-_MODULE = flags.DEFINE_string("module", None, "Module (dotted name or .py path) holding the "
-                              "legacy pair.", required=True)
-_FORWARD = flags.DEFINE_string("forward", None, "Name of the NumPy forward in the module.",
-                               required=True)
-_GRAD = flags.DEFINE_string("grad", None, "Name of the TF grad(op, *grads) in the module.",
-                            required=True)
-_SHAPES = flags.DEFINE_string("shapes", None, "Input shapes, ':'-separated, e.g. 2,3:2,3 "
-                              "(default 4,3 for every input).")
-_DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "float64"], "Input dtype.")
-_NUM_OUTPUTS = flags.DEFINE_integer("num_outputs", 1, "How many arrays the forward returns.")
-_DROP_IN = flags.DEFINE_string("drop_in", "py_func", "Module attribute replaced by "
-                               "crossgrad.tf1.py_func for the TF2 and JAX runs ('' for none).")
-_SEED = flags.DEFINE_integer("seed", 0, "Seed of the inputs and cotangents.")
-_JSON = flags.DEFINE_string("json", None, "Also write the rows as JSON to this path.")
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_string("module", None, "Module (dotted name or .py path) holding the legacy "
+                      "pair.", required=True)
+  flags.DEFINE_string("forward", None, "Name of the NumPy forward in the module.",
+                      required=True)
+  flags.DEFINE_string("grad", None, "Name of the TF grad(op, *grads) in the module.",
+                      required=True)
+  flags.DEFINE_string("shapes", None, "Input shapes, ':'-separated, e.g. 2,3:2,3 (default "
+                      "4,3 for every input).")
+  flags.DEFINE_enum("dtype", "float32", ["float32", "float64"], "Input dtype.")
+  flags.DEFINE_integer("num_outputs", 1, "How many arrays the forward returns.")
+  flags.DEFINE_string("drop_in", "py_func", "Module attribute replaced by "
+                      "crossgrad.tf1.py_func for the TF2 and JAX runs ('' for none).")
+  flags.DEFINE_integer("seed", 0, "Seed of the inputs and cotangents.")
+  flags.DEFINE_string("json", None, "Also write the rows as JSON to this path.")
+
 
 RUNS = (("tensorflow", "eager"), ("tensorflow", "graph"), ("jax", "eager"), ("jax", "jit"))
 
@@ -121,40 +127,41 @@ def main(argv):
     return 2
   from crossgrad import tf1  # pylint: disable=g-import-not-at-top
   try:
-    module = load_module(_MODULE.value)
-    forward, grad = _attribute(module, _FORWARD.value), _attribute(module, _GRAD.value)
-    n_inputs = len(tf1.forward_input_names(_FORWARD.value, forward))
-    rng = np.random.default_rng(_SEED.value)
-    inputs = [rng.standard_normal(s).astype(_DTYPE.value)
-              for s in parse_shapes(_SHAPES.value, n_inputs)]
-    shapes = [np.broadcast_shapes(*[x.shape for x in inputs])] * _NUM_OUTPUTS.value
-    cotangents = [rng.standard_normal(s).astype(_DTYPE.value) for s in shapes]
+    module = load_module(FLAGS.module)
+    forward, grad = _attribute(module, FLAGS.forward), _attribute(module, FLAGS.grad)
+    n_inputs = len(tf1.forward_input_names(FLAGS.forward, forward))
+    rng = np.random.default_rng(FLAGS.seed)
+    inputs = [rng.standard_normal(s).astype(FLAGS.dtype)
+              for s in parse_shapes(FLAGS.shapes, n_inputs)]
+    shapes = [np.broadcast_shapes(*[x.shape for x in inputs])] * FLAGS.num_outputs
+    cotangents = [rng.standard_normal(s).astype(FLAGS.dtype) for s in shapes]
 
     def drop_in():
-      if _DROP_IN.value and hasattr(module, _DROP_IN.value):
-        setattr(module, _DROP_IN.value, tf1.py_func)
+      if FLAGS.drop_in and hasattr(module, FLAGS.drop_in):
+        setattr(module, FLAGS.drop_in, tf1.py_func)
 
-    rows = compare(forward, grad, inputs, cotangents, name=_FORWARD.value,
-                   num_outputs=_NUM_OUTPUTS.value, before_port=drop_in)
+    rows = compare(forward, grad, inputs, cotangents, name=FLAGS.forward,
+                   num_outputs=FLAGS.num_outputs, before_port=drop_in)
   except cg.CrossgradError as e:
     print(e, file=sys.stderr)
     return 2
   except (AttributeError, ImportError, OSError) as e:
     print(f"[crossgrad] {e}", file=sys.stderr)
     return 2
-  print(f"legacy {_MODULE.value}: {_FORWARD.value} / {_GRAD.value}, "
-        f"{_DTYPE.value}, inputs {[x.shape for x in inputs]}")
+  print(f"legacy {FLAGS.module}: {FLAGS.forward} / {FLAGS.grad}, "
+        f"{FLAGS.dtype}, inputs {[x.shape for x in inputs]}")
   print(table(rows))
   failing = [r for r in rows if not r["ok"]]
   print(f"{len(rows)} comparisons with the tf.compat.v1 graph, {len(failing)} failing")
-  if _JSON.value:
-    with open(_JSON.value, "w") as f:
+  if FLAGS.json:
+    with open(FLAGS.json, "w") as f:
       json.dump(rows, f, indent=2)
   return 1 if failing else 0
 
 
 def run():
   """Console-script entry point (``crossgrad-port-check``)."""
+  define_flags()
   app.run(main)
 
 

@@ -168,7 +168,12 @@ def scan(*paths: str) -> list[Finding]:
   return [f for root in paths for path in _python_files(root) for f in scan_file(path)]
 
 
-_JSON = flags.DEFINE_string("json", None, "Also write the findings as JSON to this path.")
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_string("json", None, "Also write the findings as JSON to this path.")
 
 
 def main(argv):
@@ -187,8 +192,8 @@ def main(argv):
   fallback = len({f.path for f in findings if not f.parsed})
   print(f"{len(findings)} findings in {files} files ({fallback} read with the regex "
         "fallback)")
-  if _JSON.value:
-    with open(_JSON.value, "w") as f:
+  if FLAGS.json:
+    with open(FLAGS.json, "w") as f:
       json.dump([{**dataclasses.asdict(x), "replacement": x.replacement} for x in findings],
                 f, indent=2)
   return 0
@@ -196,6 +201,7 @@ def main(argv):
 
 def run():
   """Console-script entry point (``crossgrad-scan``)."""
+  define_flags()
   app.run(main)
 
 

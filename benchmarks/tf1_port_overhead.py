@@ -6,7 +6,7 @@ via jax2tf.call_tf) and for the built-in ``custom_add`` (written against ``xp``)
 eager, TF graph (`tf.function`) and JAX jit. Runs are interleaved; each figure is the
 median of ``--repeats`` runs, reported as a ratio against the built-in op:
 
-  python -m crossgrad.benchmarks.tf1_port_overhead --size=1000 --repeats=200 --json=out/tf1_port.json
+  python -m crossgrad.benchmarks.tf1_port_overhead --size=1000 --repeats=300
 """
 
 from __future__ import annotations
@@ -22,9 +22,14 @@ from absl import flags
 
 import crossgrad as cg
 
-_SIZE = flags.DEFINE_integer("size", 1000, "Elements in each input.")
-_REPEATS = flags.DEFINE_integer("repeats", 200, "Timed runs of each variant (interleaved).")
-_JSON = flags.DEFINE_string("json", "out/tf1_port_overhead.json", "Where to write the JSON.")
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_integer("size", 1000, "Elements in each input.")
+  flags.DEFINE_integer("repeats", 200, "Timed runs of each variant (interleaved).")
+  flags.DEFINE_string("json", "out/tf1_port_overhead.json", "Where to write the JSON.")
 
 
 def _forward(c, k, d):
@@ -84,9 +89,9 @@ def main(argv):
   del argv
   import jax  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  medians = measure(_SIZE.value, _REPEATS.value)
-  print(f"value and gradient of sum(custom_add(c, k, d)**2), {_SIZE.value} elements, median "
-        f"of {_REPEATS.value} interleaved runs")
+  medians = measure(FLAGS.size, FLAGS.repeats)
+  print(f"value and gradient of sum(custom_add(c, k, d)**2), {FLAGS.size} elements, median "
+        f"of {FLAGS.repeats} interleaved runs")
   print(f"{'mode':10s} {'built-in us':>12s} {'ported us':>10s} {'ported/built-in':>16s}")
   rows = []
   for mode in ("tf_eager", "tf_graph", "jax_jit"):
@@ -94,14 +99,15 @@ def main(argv):
     rows.append({"mode": mode, "builtin_s": builtin, "ported_s": ported,
                  "ratio": ported / builtin})
     print(f"{mode:10s} {builtin * 1e6:12.1f} {ported * 1e6:10.1f} {ported / builtin:16.2f}")
-  report = {"size": _SIZE.value, "repeats": _REPEATS.value, "rows": rows,
+  report = {"size": FLAGS.size, "repeats": FLAGS.repeats, "rows": rows,
             "environment": {"python": platform.python_version(), "platform": platform.platform(),
                             "numpy": np.__version__, "tensorflow": tf.__version__,
                             "jax": jax.__version__, "jax_devices": [str(d) for d in jax.devices()]}}
-  os.makedirs(os.path.dirname(_JSON.value) or ".", exist_ok=True)
-  with open(_JSON.value, "w") as f:
+  os.makedirs(os.path.dirname(FLAGS.json) or ".", exist_ok=True)
+  with open(FLAGS.json, "w") as f:
     json.dump(report, f, indent=2)
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

@@ -25,8 +25,13 @@ DATA = np.array([1.0, 2.0], np.float32)
 LABELS = np.array([0, 1], np.int32)  # The seed feeds them as one-hot labels.
 LEARNING_RATE, BETA1, BETA2, EPSILON = 1e-3, 0.9, 0.999, 0.1
 
-_STEPS = flags.DEFINE_integer("steps", 50, "Adam steps of the TF1 program.")
-_SEED = flags.DEFINE_integer("seed", 0, "Seed of the initial values.")
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_integer("steps", 50, "Adam steps of the TF1 program.")
+  flags.DEFINE_integer("seed", 0, "Seed of the initial values.")
 
 
 # The seed's legacy pair, unchanged.
@@ -136,7 +141,7 @@ def max_difference(row: dict, other: str) -> float:
 
 def main(argv):
   del argv
-  rows = run(_STEPS.value, _SEED.value)
+  rows = run(FLAGS.steps, FLAGS.seed)
   print(f"{'step':>4} {'loss':>9}  {'TF1 dL/dc':>22} {'TF1 dL/dk':>22}  "
         f"{'|TF2-TF1|':>9} {'|JAX-TF1|':>9}")
   for row in rows[::max(1, len(rows) // 10)] + rows[-1:]:
@@ -148,4 +153,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

@@ -23,7 +23,12 @@ from crossgrad import tf1
 
 X = np.array([1.0, 2.0, 3.0, 4.0], np.float32)  # The seed's x.
 
-_SHORT = flags.DEFINE_bool("short", False, "Cross-check float32 only.")
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_bool("short", False, "Cross-check float32 only.")
 
 
 def _my_square_grad(op, grad):
@@ -105,7 +110,7 @@ def run(short: bool = False):
 
 def main(argv):
   del argv
-  legacy, ported, report = run(_SHORT.value)
+  legacy, ported, report = run(FLAGS.short)
   for label in ("square", "cube"):
     print(f"{label}: TF1 {legacy[label]}  TF2 {ported[label]['tf2']}  "
           f"JAX {ported[label]['jax']}")
@@ -113,4 +118,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

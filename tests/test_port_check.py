@@ -63,3 +63,12 @@ def test_command_line_names_a_grad_with_the_wrong_count():
                 "--grad=wrong_count_grad")
   assert result.returncode == 2
   assert "wrong_count_grad" in result.stderr and "expected 3" in result.stderr
+
+
+def test_command_line_modules_define_their_flags_only_when_run():
+  """Importing them next to crossgrad.check (its own --json, --module, --seed) is fine."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  for name in ("crossgrad.check", "crossgrad.scan", "crossgrad.port_check",
+               "crossgrad.benchmarks.tf1_port_overhead",
+               "crossgrad.examples.tf1_simple_network", "crossgrad.examples.tf1_square_cube"):
+    importlib.import_module(name)

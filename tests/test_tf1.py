@@ -27,6 +27,8 @@ def _load(name):
 
 ADD = _load("legacy_add")
 SQUARE_CUBE = _load("legacy_square_cube")
+SEED_SQUARE_GRAD = getattr(SQUARE_CUBE, "_MySquareGrad")
+SEED_CUBE_GRAD = getattr(SQUARE_CUBE, "_MyCubeGrad")
 
 
 def _arrays(seed, n, shape=(2, 3), dtype=np.float32):
@@ -203,7 +205,7 @@ def _sample1(rng):
 PORTS = {
     "tf1_test_add": dict(forward=ADD.forward_func, grad=ADD.backprop_func,
                          gradient="surrogate", sample=_sample3),
-    "tf1_test_square": dict(forward=np.square, grad=SQUARE_CUBE._MySquareGrad,  # pylint: disable=protected-access
+    "tf1_test_square": dict(forward=np.square, grad=SEED_SQUARE_GRAD,
                             sample=_sample1, input_names=("x",)),
     "tf1_test_cube": dict(forward=lambda a: np.power(a, 3), grad=_fixed_cube_grad,
                           sample=_sample1),
@@ -279,7 +281,7 @@ def test_seed_cube_grad_ignores_the_upstream_gradient(monkeypatch):
   # The migration step: the module's own helper becomes the drop-in (in TF2 eager the
   # old helper's `[0]` would index a bare tensor, not a list).
   monkeypatch.setattr(SQUARE_CUBE, "py_func", tf1.py_func)
-  op = tf1.port("tf1_test_seed_cube", lambda a: np.power(a, 3), SQUARE_CUBE._MyCubeGrad,  # pylint: disable=protected-access
+  op = tf1.port("tf1_test_seed_cube", lambda a: np.power(a, 3), SEED_CUBE_GRAD,
                 sample=_sample1, register=False)
   x = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
   _, vjp_fn = cg.numpy.vjp(op, x)
@@ -292,7 +294,7 @@ def test_seed_cube_grad_ignores_the_upstream_gradient(monkeypatch):
 
 def test_stateful_forward_is_refused():
   with pytest.raises(cg.CrossgradError, match="stateful NumPy forward cannot be ported"):
-    tf1.port("tf1_test_stateful", np.square, SQUARE_CUBE._MySquareGrad, stateful=True,  # pylint: disable=protected-access
+    tf1.port("tf1_test_stateful", np.square, SEED_SQUARE_GRAD, stateful=True,
              register=False)
 
 
