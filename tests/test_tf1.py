@@ -90,7 +90,7 @@ def test_drop_in_matches_legacy_graph(mode):
 
 
 def _two_outputs(x, y):
-  return (x * y).astype(np.float32), (x - y).astype(np.float32)
+  return x * y, x - y
 
 
 def _two_outputs_grad(op, g_prod, g_diff):
@@ -220,6 +220,42 @@ def test_ported_op_passes_the_cross_check(name):
   skipped = [r for r in report.rows if r.check == "skipped"]
   assert {(r.backend, r.mode) for r in skipped} == {("tensorflow", "jit")}
   assert all("XLA cannot compile" in r.note for r in skipped)
+
+
+def test_port_with_several_outputs_matches_legacy_graph():
+  op = tf1.port("tf1_test_two_outputs", _two_outputs, _two_outputs_grad, num_outputs=2,
+                sample=lambda rng: tuple(rng.standard_normal((3, 2)) for _ in range(2)),
+                register=False)
+  assert cg.cross_check([op], dtypes=("float32", "float64")).ok
+  x, y, g1, g2 = _arrays(8, 4)
+  oracle_out, oracle_grads = tf1.legacy_vjp(_two_outputs, _two_outputs_grad, [x, y], [g1, g2])
+  for backend in ("tensorflow", "jax"):
+    outputs, grads = getattr(cg, backend).evaluate(op, {}, [x, y], [g1, g2], mode="eager")
+    for a, b in zip(list(outputs) + list(grads), oracle_out + oracle_grads):
+      np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def _masked(x, mask):
+  return (x * mask).astype(x.dtype)
+
+
+def _masked_grad(op, grad):
+  x, mask = op.inputs[0], op.inputs[1]
+  return grad * tf.cast(mask, x.dtype), None
+
+
+@pytest.mark.parametrize("jax_backward", ("call_tf", "callback"))
+def test_port_with_an_integer_input(jax_backward):
+  op = tf1.port("tf1_test_masked", _masked, _masked_grad, nondiff=("mask",),
+                jax_backward=jax_backward,
+                sample=lambda rng: (rng.standard_normal((5,)), rng.integers(0, 2, (5,))),
+                register=False)
+  report = cg.cross_check([op], dtypes=("float32",))
+  assert report.ok, report.table(failures_only=True)
+  x, mask = np.linspace(-1.0, 1.0, 5).astype(np.float32), np.array([1, 0, 1, 1, 0], np.int32)
+  _, grads = cg.jax.evaluate(op, {}, [x, mask], [np.ones(5, np.float32)], mode="jit")
+  np.testing.assert_array_equal(grads[0], mask.astype(np.float32))
+  assert grads[1] is None
 
 
 def test_registered_port_is_checked_by_name():
