@@ -15,6 +15,7 @@ a JAX version and the cross-check. Importing this module imports TensorFlow.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 import weakref
@@ -274,7 +275,12 @@ class _Port:
       dtype = next((x.dtype for x in inputs if x.dtype.is_floating), tf.float32)
       outputs = _numpy_function(self.numpy_forward, inputs, [dtype] * self.num_outputs,
                                 False, self.name)
-      for o, shape in zip(outputs, self.shapes([tuple(x.shape) for x in inputs])):
+      if self.output_shapes is None:  # Unknown dimensions (tf.function signatures) stay so.
+        shapes = [functools.reduce(tf.broadcast_static_shape, [x.shape for x in inputs])]
+        shapes *= self.num_outputs
+      else:
+        shapes = self.shapes([tuple(x.shape) for x in inputs])
+      for o, shape in zip(outputs, shapes):
         o.set_shape(shape)
     else:
       import jax  # pylint: disable=g-import-not-at-top

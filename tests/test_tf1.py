@@ -258,6 +258,25 @@ def test_port_with_an_integer_input(jax_backward):
   assert grads[1] is None
 
 
+def test_port_under_a_tf_function_with_an_unknown_batch_dimension():
+  op = tf1.port("tf1_test_square_signature", np.square, SEED_SQUARE_GRAD, input_names=("x",),
+                register=False)
+  square = cg.tensorflow.get(op)
+
+  @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+  def value_and_grad(x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = square(x)
+    assert y.shape.as_list() == [None, 2]
+    return y, tape.gradient(y, x)
+
+  x = np.arange(6, dtype=np.float32).reshape(3, 2)
+  y, g = value_and_grad(x)
+  np.testing.assert_array_equal(y.numpy(), x**2)
+  np.testing.assert_array_equal(g.numpy(), 2 * x)
+
+
 def test_registered_port_is_checked_by_name():
   tf1.port("tf1_test_registered_add", **PORTS["tf1_test_add"])
   try:
