@@ -246,6 +246,11 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
   for name, module in modules.items():
     for device in _select_devices(module.devices(), devices):
       for mode in module.MODES if modes is None else [m for m in modes if m in module.MODES]:
+        reason = op.unsupported_modes.get(f"{name}:{mode}")
+        if reason is not None:
+          rows.append(Row(op.name, label, name, device, dtype, mode, "skipped", None, None,
+                          True, f"unsupported by the op: {reason}"))
+          continue
         say(f"  {op.name} {label} {dtype} {name} {device} {mode}")
         started = time.perf_counter()
         try:

@@ -39,6 +39,9 @@ class OpDef:
     check_inputs: ``check_inputs(specs, **params)`` raising `CrossgradError` for
       inputs the op cannot take; ``specs`` maps input name to `ArraySpec`.
     doc: one line shown by ``crossgrad.check --list``.
+    unsupported_modes: ``{"backend:mode": reason}`` for execution modes the op cannot
+      run in (e.g. a host callback under TF's XLA); the cross-check reports them as
+      ``skipped`` rows with the reason instead of running them.
   """
 
   name: str
@@ -52,6 +55,7 @@ class OpDef:
   param_sets: Sequence[Mapping[str, Any]] = ({},)
   check_inputs: Callable[..., None] | None = None
   doc: str = ""
+  unsupported_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
   input_names: tuple[str, ...] = dataclasses.field(init=False)
   param_defaults: Mapping[str, Any] = dataclasses.field(init=False)
   nondiff_argnums: tuple[int, ...] = dataclasses.field(init=False)
@@ -86,6 +90,11 @@ class OpDef:
     object.__setattr__(self, "nondiff_argnums", self._resolve_nondiff())
     object.__setattr__(self, "exact_argnums", self._resolve_exact())
     object.__setattr__(self, "param_sets", tuple(dict(p) for p in self.param_sets))
+    object.__setattr__(self, "unsupported_modes", dict(self.unsupported_modes))
+    for key in self.unsupported_modes:
+      if not (isinstance(key, str) and key.count(":") == 1):
+        self._fail("bad key in 'unsupported_modes'", argument="unsupported_modes",
+                   expected="'backend:mode', e.g. 'tensorflow:jit'", actual=repr(key))
     for params in self.param_sets:
       self.resolve_params(params)
 

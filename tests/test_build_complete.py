@@ -30,21 +30,28 @@ def _glob_matches(pattern, path):
 
 
 def _covered(tree):
-  """Files named by the srcs of the BUILD targets, globs evaluated against the tree."""
+  """Files named by the srcs and data of the BUILD targets, globs evaluated on the tree."""
   files = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
            if not SKIP_DIRS & set(p.relative_to(ROOT).parts)
            and not p.relative_to(ROOT).parts[0].startswith("bazel-")]
   covered = set()
   for rule in ("py_library", "py_binary", "py_test"):
     for call in _calls(tree, rule):
-      srcs = _keyword(call, "srcs")
-      for glob in _calls(srcs, "glob") if srcs is not None else []:
-        include = _strings(glob.args[0])
-        exclude = _strings(_keyword(glob, "exclude"))
-        covered |= {f for f in files if any(_glob_matches(p, f) for p in include)
-                    and not any(_glob_matches(p, f) for p in exclude)}
-      covered |= {s for s in _strings(srcs) if s.endswith(".py") and "*" not in s}
+      for field in ("srcs", "data"):
+        covered |= _files_named(_keyword(call, field), files)
   return files, covered
+
+
+def _files_named(srcs, files):
+  """The files a srcs/data expression names: its globs and its literal paths."""
+  covered = set()
+  if srcs is not None:
+    for glob in _calls(srcs, "glob"):
+      include = _strings(glob.args[0])
+      exclude = _strings(_keyword(glob, "exclude"))
+      covered |= {f for f in files if any(_glob_matches(p, f) for p in include)
+                  and not any(_glob_matches(p, f) for p in exclude)}
+  return covered | {s for s in _strings(srcs) if s.endswith(".py") and "*" not in s}
 
 
 def test_every_python_file_is_in_a_target():
@@ -52,7 +59,6 @@ def test_every_python_file_is_in_a_target():
   files, covered = _covered(tree)
   # The test comprehension names its sources through the loop variable `src`.
   tests = {f for f in files if _glob_matches("tests/test_*.py", f)}
-  assert _strings(_calls(tree, "glob")[-1]) == ["tests/test_*.py"]
   missing = sorted(set(files) - covered - tests - {"tests/conftest.py"})
   assert not missing, f"add these to a BUILD target: {missing}"
 
@@ -64,6 +70,7 @@ def test_every_test_file_gets_its_own_py_test():
   (generator,) = comprehension.generators
   assert _strings(generator.iter) == ["tests/test_*.py"]
   assert "tests/conftest.py" in _strings(_keyword(comprehension.elt, "data"))
+  assert "tests/testdata/**" in _strings(_keyword(comprehension.elt, "data"))
 
 
 def test_the_check_detects_a_missing_module():
