@@ -20,6 +20,16 @@ def _clip(x, lo, hi):
   return np.clip(x, lo, hi) if (lo is not None or hi is not None) else np.asarray(x)
 
 
+def _take(x, indices, axis=0):
+  """np.take under crossgrad's bad-index rule: zeros outside [0, n)."""
+  x, indices = np.asarray(x), np.asarray(indices)
+  axis %= x.ndim
+  valid = (indices >= 0) & (indices < x.shape[axis])
+  picked = np.take(x, np.where(valid, indices, 0), axis=axis)
+  mask = valid.reshape((1,) * axis + valid.shape + (1,) * (x.ndim - axis - 1))
+  return np.where(mask, picked, np.zeros((), x.dtype))
+
+
 xp = Namespace(NAME, {
     "abs": np.abs, "negative": np.negative, "sign": np.sign, "exp": np.exp, "log": np.log,
     "sqrt": np.sqrt, "square": np.square, "tanh": np.tanh, "maximum": np.maximum,
@@ -30,6 +40,7 @@ xp = Namespace(NAME, {
     "logical_not": np.logical_not, "sum": np.sum, "mean": np.mean, "max": np.max,
     "min": np.min, "reshape": np.reshape, "transpose": np.transpose,
     "broadcast_to": np.broadcast_to, "expand_dims": np.expand_dims, "matmul": np.matmul,
+    "take": _take,
     "zeros_like": np.zeros_like, "ones_like": np.ones_like, "full_like": np.full_like,
     "zeros": np.zeros, "ones": np.ones, "astype": lambda x, dtype: np.asarray(x).astype(dtype),
 })
