@@ -6,8 +6,8 @@ the reference VJP is checked by finite differences (of the forward for exact ops
 the declared surrogate for surrogate ops); then for each dtype, backend, device and
 mode the forward values and the VJP for one shared random cotangent are compared with
 the reference at a dtype-aware tolerance, and with the backend's first device.
-Frameworks are imported only through
-`crossgrad.backends.base.load`, and only for the backends asked for.
+Frameworks are imported only through `crossgrad.backends.base.load`, and only for
+the backends asked for.
 """
 
 from __future__ import annotations
@@ -158,11 +158,10 @@ def _select_devices(available: Sequence[str], devices: str | Sequence[str]):
   return chosen, missing
 
 
-def _device_row(op, label, backend, device, dtype, mode, results, first, tolerance) -> Row:
+def _device_row(op, label, backend, device, dtype, mode, results, first, names,
+                tolerance) -> Row:
   """Compares one device's outputs and cotangents with the first device's."""
   first_device, first_results = first
-  names = [f"output {i}" for i in range(len(results[0]))]
-  names += [f"d{name}" for name in op.input_names]
   err, note = _compare([*results[0], *results[1]], [*first_results[0], *first_results[1]],
                        names)
   passed = err <= tolerance
@@ -278,7 +277,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
         seconds = time.perf_counter() - started
         if mode in first:
           rows.append(_device_row(op, label, name, device, dtype, mode, (outputs, cts),
-                                  first[mode], tolerance))
+                                  first[mode], output_names + input_names, tolerance))
         else:
           first[mode] = (device, (outputs, cts))
         for check, got, want, names in (("forward", outputs, ref_outputs, output_names),
