@@ -7,8 +7,9 @@ Each framework trains the model twice from the same start: on one device with th
 batch, and data-parallel with the batch split over ``--devices`` devices (JAX: `jax.jit`
 with the batch sharded by `NamedSharding` and the weights replicated; TensorFlow: a
 `tf.distribute.MirroredStrategy` step with an all-reduce of the gradients). It prints the
-four loss curves and how far the sharded weights are from the single-device ones. On a
-machine without accelerators the host CPU is split into ``--devices`` logical devices:
+four loss curves and how far the sharded weights are from the single-device ones. The
+batch goes to every GPU (or TPU, for JAX) there is; on a machine without accelerators the
+host CPU is split into ``--devices`` logical devices:
 
   python -m crossgrad.examples.data_parallel --devices=4 --steps=100
 """
@@ -72,12 +73,12 @@ def train_jax(data, weights, steps: int, sharded: bool):
 
 
 def train_tensorflow(data, weights, steps: int, sharded: bool):
-  """Loss curve, final weights and replica count; the batch is split over every logical
-  device if sharded."""
+  """Loss curve, final weights and replica count; the batch is split over every GPU (or
+  else every logical CPU) if sharded."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   quantize = cg.tensorflow.get("ste_quantize", **QUANTIZE)
   leaky_relu = cg.tensorflow.get("leaky_relu")
-  devices = tf.config.list_logical_devices()
+  devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
   strategy = (tf.distribute.MirroredStrategy([d.name for d in devices]) if sharded
               else tf.distribute.OneDeviceStrategy(devices[0].name))
   with strategy.scope():  # Every replica applies the same all-reduced update.

@@ -41,7 +41,7 @@ from crossgrad.registry import crosscheck, validation
 from crossgrad.registry.ops import BUILTIN
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
-N = ARGS.devices
+N = ARGS.devices  # Logical CPUs; accelerators, if any, are left out.
 PER_DEVICE = 2
 DTYPE = "float32"
 STRATEGY = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(N)])
@@ -132,7 +132,7 @@ def _split(op, args):
 
 def _jax_results(op, params, stacked, cots):
   """Gradients of the batched loss per JAX placement, as NumPy arrays."""
-  devices = jax.devices()
+  devices = jax.devices("cpu")
   mesh = Mesh(np.array(devices), ("data",))
   grad = jax.grad(_jax_loss(op, params, batched=True))
   results = {}
@@ -162,7 +162,7 @@ def _jax_results(op, params, stacked, cots):
 
 def _jax_unbatched(op, params, example, cots):
   """One example's inputs sharded along their first axis divisible by the device count."""
-  mesh = Mesh(np.array(jax.devices()), ("data",))
+  mesh = Mesh(np.array(jax.devices("cpu")), ("data",))
   grad = jax.jit(jax.grad(_jax_loss(op, params, batched=False)))
 
   def spec(x):
@@ -269,7 +269,7 @@ def run_op(op, params, seed):
 
 def main():
   ops = list(BUILTIN) + ([_planted_op()] if ARGS.planted else [])
-  out = {"devices": {"jax": len(jax.devices()),
+  out = {"devices": {"jax": len(jax.devices("cpu")),
                      "tensorflow": len(tf.config.list_logical_devices("CPU"))},
          "ops": []}
   for op in ops:

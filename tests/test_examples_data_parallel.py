@@ -41,8 +41,13 @@ def test_sharded_runs_match_single_device_runs_on_four_devices():
       [sys.executable, "-m", "crossgrad.examples.data_parallel", "--steps=4", "--devices=4"],
       capture_output=True, text=True, check=True, timeout=300, env=env)
   lines = done.stdout.strip().splitlines()
-  assert lines[0] == ("devices: tensorflow/single 1, tensorflow/sharded 4, jax/single 1, "
-                      "jax/sharded 4")
+  import jax  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  cpu_only = not tf.config.list_physical_devices("GPU") and jax.devices()[0].platform == "cpu"
+  counts = dict(item.rsplit(" ", 1) for item in lines[0][len("devices: "):].split(", "))
+  assert counts["tensorflow/single"] == counts["jax/single"] == "1"
+  if cpu_only:  # Else the example uses the accelerators there are.
+    assert counts["tensorflow/sharded"] == counts["jax/sharded"] == "4"
   curves = np.array([[float(v) for v in line.split()[1:]] for line in lines[2:6]])
   np.testing.assert_allclose(curves, curves[:, :1].repeat(4, axis=1), rtol=1e-5)
   assert np.all(np.diff(curves[:, 0]) < 0)  # Training makes progress.
