@@ -3,6 +3,7 @@ r"""Cross-checks crossgrad ops between NumPy, TensorFlow and JAX; exits non-zero
   python -m crossgrad.check                        # every built-in op
   python -m crossgrad.check --module=my_ops --ops=clipped_ste --json=report.json
   crossgrad-check --backends=jax --dtypes=float64 --devices=gpu
+  python -m crossgrad.check --cpu_devices=4 --devices=all   # cross-device rows on a CPU
 """
 
 import importlib
@@ -13,6 +14,7 @@ from absl import flags
 
 import crossgrad
 from crossgrad.backends import base
+from crossgrad.backends import cpu_devices
 from crossgrad.registry import op_registry
 
 _OPS = flags.DEFINE_list("ops", None, "Ops to check (default: every registered op).")
@@ -23,6 +25,9 @@ _DEVICES = flags.DEFINE_list("devices", ["all"],
                              "'all', platforms (cpu, gpu, tpu) or device names (gpu:0).")
 _MODES = flags.DEFINE_list("modes", None,
                            "Execution modes (eager, graph, jit); default: all of each backend.")
+_CPU_DEVICES = flags.DEFINE_integer(
+    "cpu_devices", None, "Split the host CPU into this many logical devices (cpu:0 ...) "
+    "in every backend before checking, to cover multi-device runs without accelerators.")
 _MODULE = flags.DEFINE_multi_string("module", [],
                                     "Module to import first, to register ops (repeatable).")
 _JSON = flags.DEFINE_string("json", None, "Write the report as JSON to this path.")
@@ -47,6 +52,9 @@ def main(argv):
         print(f"{name:24s} {crossgrad.get(name).doc}")
       return 0
     ops = op_registry.resolve(_OPS.value)
+    if _CPU_DEVICES.value is not None:
+      cpu_devices.configure(_CPU_DEVICES.value,
+                            [b for b in _BACKENDS.value if b != "numpy"])
     for name in _BACKENDS.value:
       base.load(name)
     report = crossgrad.cross_check(

@@ -29,6 +29,16 @@ def _unbroadcast(x, like):
   return jnp.reshape(jnp.sum(x, axis=broadcasting.sum_axes(x.shape, shape)), shape)
 
 
+def _take(x, indices, axis=0):
+  """jnp.take under crossgrad's bad-index rule: zeros outside [0, n) (never NaN fill)."""
+  x, indices = jnp.asarray(x), jnp.asarray(indices)
+  axis %= x.ndim
+  valid = (indices >= 0) & (indices < x.shape[axis])
+  picked = jnp.take(x, jnp.where(valid, indices, 0), axis=axis, mode="clip")
+  mask = valid.reshape((1,) * axis + valid.shape + (1,) * (x.ndim - axis - 1))
+  return jnp.where(mask, picked, jnp.zeros((), x.dtype))
+
+
 xp = Namespace(NAME, {
     "abs": jnp.abs, "negative": jnp.negative, "sign": jnp.sign, "exp": jnp.exp,
     "log": jnp.log, "sqrt": jnp.sqrt, "square": jnp.square, "tanh": jnp.tanh,
@@ -40,7 +50,7 @@ xp = Namespace(NAME, {
     "logical_not": jnp.logical_not, "sum": jnp.sum, "mean": jnp.mean, "max": jnp.max,
     "min": jnp.min, "reshape": jnp.reshape, "transpose": jnp.transpose,
     "broadcast_to": jnp.broadcast_to, "expand_dims": jnp.expand_dims,
-    "matmul": jnp.matmul, "zeros_like": jnp.zeros_like, "ones_like": jnp.ones_like,
+    "matmul": jnp.matmul, "take": _take, "zeros_like": jnp.zeros_like, "ones_like": jnp.ones_like,
     "full_like": jnp.full_like, "zeros": jnp.zeros, "ones": jnp.ones,
     "astype": lambda x, dtype: jnp.asarray(x).astype(dtype),
     "one_hot": lambda labels, depth, dtype: jax.nn.one_hot(labels, depth, dtype=dtype),

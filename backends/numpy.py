@@ -22,9 +22,21 @@ def _clip(x, lo, hi):
 
 def _one_hot(labels, depth, dtype):
   return (np.asarray(labels)[..., None] == np.arange(depth)).astype(dtype)
+
+
 def _unbroadcast(x, like):
   x, shape = np.asarray(x), np.shape(like)
   return np.reshape(np.sum(x, axis=broadcasting.sum_axes(x.shape, shape)), shape)
+
+
+def _take(x, indices, axis=0):
+  """np.take under crossgrad's bad-index rule: zeros outside [0, n)."""
+  x, indices = np.asarray(x), np.asarray(indices)
+  axis %= x.ndim
+  valid = (indices >= 0) & (indices < x.shape[axis])
+  picked = np.take(x, np.where(valid, indices, 0), axis=axis)
+  mask = valid.reshape((1,) * axis + valid.shape + (1,) * (x.ndim - axis - 1))
+  return np.where(mask, picked, np.zeros((), x.dtype))
 
 
 xp = Namespace(NAME, {
@@ -37,6 +49,7 @@ xp = Namespace(NAME, {
     "logical_not": np.logical_not, "sum": np.sum, "mean": np.mean, "max": np.max,
     "min": np.min, "reshape": np.reshape, "transpose": np.transpose,
     "broadcast_to": np.broadcast_to, "expand_dims": np.expand_dims, "matmul": np.matmul,
+    "take": _take,
     "zeros_like": np.zeros_like, "ones_like": np.ones_like, "full_like": np.full_like,
     "zeros": np.zeros, "ones": np.ones, "astype": lambda x, dtype: np.asarray(x).astype(dtype),
     "one_hot": _one_hot,

@@ -60,8 +60,33 @@ def _unbroadcast(x, like):
   return out
 
 
+def _take(x, indices, axis=0):
+  """tf.gather under crossgrad's bad-index rule: zeros outside [0, n) on every device."""
+  x, indices = tf.convert_to_tensor(x), tf.convert_to_tensor(indices)
+  rank = x.shape.rank
+  axis %= rank
+  valid = tf.logical_and(indices >= 0, indices < tf.shape(x, out_type=indices.dtype)[axis])
+  picked = tf.gather(x, tf.where(valid, indices, tf.zeros_like(indices)), axis=axis)
+  mask = tf.reshape(valid, tf.concat(
+      [tf.ones([axis], tf.int32), tf.shape(indices), tf.ones([rank - axis - 1], tf.int32)],
+      axis=0))
+  return tf.where(mask, picked, tf.zeros_like(picked))
+
+
 def _reduction(fn):
   return lambda x, axis=None, keepdims=False: fn(x, axis=axis, keepdims=keepdims)
+
+
+def _nan_reduction(fn):
+  """max/min that return NaN where the input has one, as NumPy (XLA's skip NaN on CPU)."""
+  def reduce(x, axis=None, keepdims=False):
+    x = tf.convert_to_tensor(x)
+    out = fn(x, axis=axis, keepdims=keepdims)
+    if not x.dtype.is_floating:
+      return out
+    nan = tf.reduce_any(tf.math.is_nan(x), axis=axis, keepdims=keepdims)
+    return tf.where(nan, tf.constant(float("nan"), out.dtype), out)
+  return reduce
 
 
 xp = Namespace(NAME, {
@@ -75,10 +100,10 @@ xp = Namespace(NAME, {
     "equal": _binary(tf.equal), "logical_and": tf.logical_and,
     "logical_or": tf.logical_or, "logical_not": tf.logical_not,
     "sum": _reduction(tf.reduce_sum), "mean": _reduction(tf.reduce_mean),
-    "max": _reduction(tf.reduce_max), "min": _reduction(tf.reduce_min),
+    "max": _nan_reduction(tf.reduce_max), "min": _nan_reduction(tf.reduce_min),
     "reshape": tf.reshape, "transpose": lambda x, axes=None: tf.transpose(x, perm=axes),
     "broadcast_to": tf.broadcast_to, "expand_dims": tf.expand_dims,
-    "matmul": tf.linalg.matmul, "zeros_like": tf.zeros_like, "ones_like": tf.ones_like,
+    "matmul": tf.linalg.matmul, "take": _take, "zeros_like": tf.zeros_like, "ones_like": tf.ones_like,
     "full_like": lambda x, value: tf.fill(tf.shape(x), tf.cast(value, x.dtype)),
     "zeros": tf.zeros, "ones": tf.ones, "astype": tf.cast,
     "one_hot": lambda labels, depth, dtype: tf.one_hot(labels, depth, dtype=tf.as_dtype(dtype)),

@@ -5,8 +5,9 @@ For each op and static-parameter set: the op's ``sample`` gives inputs; in float
 the reference VJP is checked by finite differences (of the forward for exact ops, of
 the declared surrogate for surrogate ops); then for each dtype, backend, device and
 mode the forward values and the VJP for one shared random cotangent are compared with
-the reference at a dtype-aware tolerance. Frameworks are imported only through
-`crossgrad.backends.base.load`, and only for the backends asked for.
+the reference at a dtype-aware tolerance, and with the backend's first device.
+Frameworks are imported only through `crossgrad.backends.base.load`, and only for
+the backends asked for.
 """
 
 from __future__ import annotations
@@ -156,11 +157,26 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
   return rows
 
 
-def _select_devices(available: Sequence[str], devices: str | Sequence[str]) -> list[str]:
+def _select_devices(available: Sequence[str], devices: str | Sequence[str]):
+  """The devices asked for, in the backend's order, and the requests it has no device for."""
   wanted = [devices] if isinstance(devices, str) else list(devices)
   if "all" in wanted:
-    return list(available)
-  return [d for d in available if d in wanted or d.split(":")[0] in wanted]
+    return list(available), []
+  chosen = [d for d in available if d in wanted or d.split(":")[0] in wanted]
+  missing = [w for w in wanted if not any(w in (d, d.split(":")[0]) for d in available)]
+  return chosen, missing
+
+
+def _device_row(op, label, backend, device, dtype, mode, results, first, names,
+                tolerance) -> Row:
+  """Compares one device's outputs and cotangents with the first device's."""
+  first_device, first_results = first
+  err, note = _compare([*results[0], *results[1]], [*first_results[0], *first_results[1]],
+                       names)
+  passed = err <= tolerance
+  detail = "bitwise equal" if err == 0 else note
+  return Row(op.name, label, backend, device, dtype, mode, "device", err, tolerance, passed,
+             f"vs {first_device}: {detail}")
 
 
 def _environment(backends: Iterable[str]) -> dict[str, Any]:
@@ -195,7 +211,10 @@ def cross_check(
     ops: what to check.
     backends: frameworks compared with the NumPy reference.
     dtypes: floating dtypes the inputs are cast to (integer inputs stay integer).
-    devices: "all", a platform ("cpu", "gpu", "tpu") or device names ("gpu:1").
+    devices: "all", a platform ("cpu", "gpu", "tpu") or device names ("gpu:1"), or a
+      list of these. Where more than one device runs, ``device`` rows compare each one
+      with the backend's first device (same dtype and mode); a request a backend has no
+      device for is a failing row.
     modes: execution modes to cover, e.g. ("eager", "jit"); default every mode each
       backend has (TensorFlow: eager, graph, jit; JAX: eager, jit).
     seed: seeds the sampled inputs, cotangents and finite-difference directions.
@@ -244,7 +263,12 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
   output_names = [f"output {i}" for i in range(len(ref_outputs))]
   input_names = [f"d{name}" for name in op.input_names]
   for name, module in modules.items():
-    for device in _select_devices(module.devices(), devices):
+    chosen, missing = _select_devices(module.devices(), devices)
+    rows.extend(Row(op.name, label, name, wanted, dtype, "-", "device", None, None, False,
+                    f"{name} has no such device (it has {', '.join(module.devices())})")
+                for wanted in missing)
+    first = {}  # mode -> (first device, its outputs and cotangents)
+    for device in chosen:
       for mode in module.MODES if modes is None else [m for m in modes if m in module.MODES]:
         reason = op.unsupported_modes.get(f"{name}:{mode}")
         if reason is not None:
@@ -265,6 +289,11 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
                             tolerance, False, note, time.perf_counter() - started))
           continue
         seconds = time.perf_counter() - started
+        if mode in first:
+          rows.append(_device_row(op, label, name, device, dtype, mode, (outputs, cts),
+                                  first[mode], output_names + input_names, tolerance))
+        else:
+          first[mode] = (device, (outputs, cts))
         for check, got, want, names in (("forward", outputs, ref_outputs, output_names),
                                         ("vjp", cts, ref_cts, input_names)):
           err, note = _compare(got, want, names)

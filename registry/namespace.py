@@ -5,6 +5,13 @@ with NumPy's semantics, so an op written with them means the same thing everywhe
 Arrays also support ``+ - * / ** @``, unary ``-``, comparisons and ``.shape``.
 Python scalars mixed with arrays take the array's dtype (NumPy 2 "weak" scalars).
 Dtypes are given as names ("float32") or taken from an array (``x.dtype``).
+
+Bad indices: every crossgrad op that indexes reads an index outside ``[0, n)`` -
+negative ones included - as a zero value (and so sends it no gradient), on every
+backend and device. Frameworks disagree here (TensorFlow's `tf.gather` raises on CPU,
+returns zeros on GPU and clamps under XLA; `jnp.take` wraps negative indices and fills
+NaN or clamps by mode; NumPy raises), so ops index only through ``xp.take``, which
+implements the rule the same way everywhere and never raises on data.
 """
 
 from __future__ import annotations
@@ -58,6 +65,9 @@ FUNCTIONS: dict[str, str] = {
                    "broadcast_to, for cotangents of broadcast inputs)",
     "expand_dims": "expand_dims(x, axis)",
     "matmul": "matmul(a, b)",
+    # Indexing: see "Bad indices" below.
+    "take": "take(x, indices, axis=0): x's slices at integer indices; zeros where an "
+            "index is outside [0, x.shape[axis])",
     # Creation and casts.
     "zeros_like": "zeros_like(x)",
     "ones_like": "ones_like(x)",

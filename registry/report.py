@@ -14,9 +14,10 @@ class Row:
 
   ``check`` is ``forward`` or ``vjp`` (against the NumPy reference), ``fd`` (the
   backward against finite differences of the forward, or of the surrogate for
-  surrogate ops) or ``fd_forward`` (informational for surrogate ops: how far the
-  backward is from the forward's own derivative; never fails) or ``skipped`` (a mode
-  listed in the op's ``unsupported_modes``, with the reason in ``note``).
+  surrogate ops), ``fd_forward`` (informational for surrogate ops: how far the
+  backward is from the forward's own derivative; never fails), ``device`` (outputs
+  and cotangents on this device against the backend's first device) or ``skipped`` (a
+  mode listed in the op's ``unsupported_modes``, with the reason in ``note``).
   """
 
   op: str

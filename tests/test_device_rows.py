@@ -1,0 +1,99 @@
+"""The cross-check over several devices: device rows, device lists, missing devices."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import crossgrad as cg
+from crossgrad.backends import cpu_devices
+from crossgrad.registry import crosscheck
+
+NAMES = ["output 0", "dx"]
+MODES = {"tensorflow": {"eager", "graph", "jit"}, "jax": {"eager", "jit"}}
+
+
+def _check(tmp_path, *flags):
+  path = tmp_path / "report.json"
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  done = subprocess.run(
+      [sys.executable, "-m", "crossgrad.check", "--ops=leaky_relu", "--dtypes=float32",
+       f"--json={path}", *flags], capture_output=True, text=True, env=env, timeout=300,
+      check=False)
+  return done, (json.loads(path.read_text()) if path.exists() else None)
+
+
+def test_all_devices_are_checked_and_compared_with_the_first(tmp_path):
+  done, report = _check(tmp_path, "--cpu_devices=3", "--devices=all")
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert report["environment"]["jax_devices"] == ["cpu:0", "cpu:1", "cpu:2"]
+  assert report["environment"]["tensorflow_devices"] == ["cpu:0", "cpu:1", "cpu:2"]
+  rows = report["rows"]
+  for backend, modes in MODES.items():
+    for device in ("cpu:0", "cpu:1", "cpu:2"):
+      checked = {(r["mode"], r["check"]) for r in rows
+                 if r["backend"] == backend and r["device"] == device}
+      wanted = {(m, c) for m in modes for c in ("forward", "vjp")}
+      if device != "cpu:0":
+        wanted |= {(m, "device") for m in modes}
+      assert checked == wanted, (backend, device)
+  device_rows = [r for r in rows if r["check"] == "device"]
+  assert all(r["note"].startswith("vs cpu:0") and r["ok"] for r in device_rows)
+  assert "device" in done.stdout.splitlines()[0].split()  # The table names every device.
+
+
+def test_a_device_list_selects_those_devices(tmp_path):
+  done, report = _check(tmp_path, "--cpu_devices=3", "--devices=cpu:0,cpu:2",
+                        "--backends=jax")
+  assert done.returncode == 0, done.stderr[-2000:]
+  devices = {r["device"] for r in report["rows"] if r["backend"] == "jax"}
+  assert devices == {"cpu:0", "cpu:2"}
+  device_rows = [r for r in report["rows"] if r["check"] == "device"]
+  assert {r["device"] for r in device_rows} == {"cpu:2"}
+
+
+def test_a_device_no_backend_has_is_a_failing_row():
+  report = cg.cross_check(["leaky_relu"], backends=("jax",), dtypes=("float32",),
+                          devices=["cpu:0", "cpu:99"], modes=("jit",))
+  assert not report.ok
+  missing = [r for r in report.failures if r.device == "cpu:99"]
+  assert len(missing) == len(cg.get("leaky_relu").param_sets)
+  assert all(r.check == "device" and "no such device" in r.note for r in missing)
+  assert all(r.ok for r in report.rows if r.device != "cpu:99")
+
+
+def test_device_row_fails_when_devices_disagree():
+  """A planted difference between two devices' cotangents must fail the device row."""
+  op = cg.get("leaky_relu")
+  outputs = (np.ones((2, 3), np.float32),)
+  first = ("cpu:0", (outputs, (np.full((2, 3), 0.2, np.float32),)))
+  row = crosscheck._device_row  # pylint: disable=protected-access
+  same = row(op, "-", "jax", "cpu:1", "float32", "jit",
+             (outputs, (np.full((2, 3), 0.2, np.float32),)), first, NAMES, 1e-5)
+  differs = row(op, "-", "jax", "cpu:1", "float32", "jit",
+                (outputs, (np.full((2, 3), 0.21, np.float32),)), first, NAMES, 1e-5)
+  assert same.ok and same.error == 0 and same.note == "vs cpu:0: bitwise equal"
+  assert not differs.ok and "dx" in differs.note
+  np.testing.assert_allclose(differs.error, 0.01 / 0.21, rtol=1e-5)
+
+
+def test_configure_rejects_a_bad_count():
+  with pytest.raises(cg.CrossgradError, match="count"):
+    cpu_devices.configure(0)
+
+
+def test_configure_after_start_accepts_only_the_count_already_there():
+  script = ("import jax; jax.devices()\n"
+            "import crossgrad as cg\n"
+            "from crossgrad.backends import cpu_devices\n"
+            "cpu_devices.configure(1, ['jax'])\n"
+            "try:\n"
+            "  cpu_devices.configure(2, ['jax'])\n"
+            "except cg.CrossgradError as e:\n"
+            "  print('refused:', e)\n")
+  done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                        timeout=120, check=True)
+  assert "refused:" in done.stdout and "expected 2" in done.stdout.replace("'", "")
