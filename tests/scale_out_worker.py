@@ -106,24 +106,29 @@ def _jax_loss(op, params, batched):
 
 
 def _autodiff_grads(op, params, stacked, cots):
-  """JAX autodiff of the forward (exact ops) or of the surrogate: never uses the backward."""
-  if op.gradient == "exact":
-    target = lambda *args: op.forward(cg.jax.xp, *args, **params)[0]
-  elif op.surrogate is not None:
-    target = lambda *args: op.surrogate(cg.jax.xp, *args, **params)
-  else:
+  """JAX autodiff of the forward (exact ops, exact inputs) or of the surrogate (the other
+  inputs of surrogate ops): never uses the backward. None where an input has neither."""
+  forward = lambda *args: op.forward(cg.jax.xp, *args, **params)[0]
+  surrogate = (None if op.surrogate is None
+               else lambda *args: op.surrogate(cg.jax.xp, *args, **params))
+  targets = [forward if op.gradient == "exact" or i in op.exact_argnums else surrogate
+             for i in op.diff_argnums]
+  if any(target is None for target in targets):
     return None
   floating = [c for c in cots if c is not None]
 
-  def loss(diff_args):
-    args = list(stacked)
-    for i, x in zip(op.diff_argnums, diff_args):
-      args[i] = x
-    outs = [o for o in validation.as_tuple(jax.vmap(target)(*args))
-            if jnp.issubdtype(o.dtype, jnp.floating)]
-    return sum(jnp.sum(o * c) for o, c in zip(outs, floating))
+  def grads_of(target):
+    def loss(diff_args):
+      args = list(stacked)
+      for i, x in zip(op.diff_argnums, diff_args):
+        args[i] = x
+      outs = [o for o in validation.as_tuple(jax.vmap(target)(*args))
+              if jnp.issubdtype(o.dtype, jnp.floating)]
+      return sum(jnp.sum(o * c) for o, c in zip(outs, floating))
+    return jax.grad(loss)([stacked[i] for i in op.diff_argnums])
 
-  return [np.asarray(g) for g in jax.grad(loss)([stacked[i] for i in op.diff_argnums])]
+  grads = {target: grads_of(target) for target in set(targets)}
+  return [np.asarray(grads[target][k]) for k, target in enumerate(targets)]
 
 
 def _split(op, args):
