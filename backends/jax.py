@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from crossgrad.backends import base
-from crossgrad.registry import broadcasting, validation
+from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
 
@@ -20,43 +20,11 @@ MODES = ("eager", "jit")
 PLATFORMS = ("cpu", "gpu", "tpu")
 
 
-def _clip(x, lo, hi):
-  return jnp.clip(x, lo, hi) if (lo is not None or hi is not None) else jnp.asarray(x)
+def _one_hot(labels, depth, dtype):
+  return jax.nn.one_hot(labels, depth, dtype=dtype)
 
 
-def _unbroadcast(x, like):
-  x, shape = jnp.asarray(x), jnp.shape(like)
-  return jnp.reshape(jnp.sum(x, axis=broadcasting.sum_axes(x.shape, shape)), shape)
-
-
-def _take(x, indices, axis=0):
-  """jnp.take under crossgrad's bad-index rule: zeros outside [0, n) (never NaN fill)."""
-  x, indices = jnp.asarray(x), jnp.asarray(indices)
-  axis %= x.ndim
-  valid = (indices >= 0) & (indices < x.shape[axis])
-  picked = jnp.take(x, jnp.where(valid, indices, 0), axis=axis, mode="clip")
-  mask = valid.reshape((1,) * axis + valid.shape + (1,) * (x.ndim - axis - 1))
-  return jnp.where(mask, picked, jnp.zeros((), x.dtype))
-
-
-xp = Namespace(NAME, {
-    "abs": jnp.abs, "negative": jnp.negative, "sign": jnp.sign, "exp": jnp.exp,
-    "log": jnp.log, "sqrt": jnp.sqrt, "square": jnp.square, "tanh": jnp.tanh,
-    "maximum": jnp.maximum, "minimum": jnp.minimum, "round": jnp.round,
-    "floor": jnp.floor, "ceil": jnp.ceil, "clip": _clip, "where": jnp.where,
-    "less": jnp.less, "less_equal": jnp.less_equal, "greater": jnp.greater,
-    "greater_equal": jnp.greater_equal, "equal": jnp.equal,
-    "logical_and": jnp.logical_and, "logical_or": jnp.logical_or,
-    "logical_not": jnp.logical_not, "sum": jnp.sum, "mean": jnp.mean, "max": jnp.max,
-    "min": jnp.min, "reshape": jnp.reshape, "transpose": jnp.transpose,
-    "broadcast_to": jnp.broadcast_to, "expand_dims": jnp.expand_dims,
-    "matmul": jnp.matmul, "take": _take, "zeros_like": jnp.zeros_like, "ones_like": jnp.ones_like,
-    "full_like": jnp.full_like, "zeros": jnp.zeros, "ones": jnp.ones,
-    "astype": lambda x, dtype: jnp.asarray(x).astype(dtype),
-    "one_hot": lambda labels, depth, dtype: jax.nn.one_hot(labels, depth, dtype=dtype),
-    "unbroadcast": _unbroadcast, "bitwise_xor": jnp.bitwise_xor, "bitwise_or": jnp.bitwise_or,
-    "left_shift": jnp.left_shift, "right_shift": jnp.right_shift,
-})
+xp = Namespace(NAME, numpy_like.table(jnp, one_hot=_one_hot))
 
 
 def spec_of(x: Any) -> validation.ArraySpec:

@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from crossgrad.backends import base
-from crossgrad.registry import broadcasting, validation
+from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
@@ -16,46 +16,11 @@ NAME = "numpy"
 MODES = ("eager",)
 
 
-def _clip(x, lo, hi):
-  return np.clip(x, lo, hi) if (lo is not None or hi is not None) else np.asarray(x)
-
-
 def _one_hot(labels, depth, dtype):
   return (np.asarray(labels)[..., None] == np.arange(depth)).astype(dtype)
 
 
-def _unbroadcast(x, like):
-  x, shape = np.asarray(x), np.shape(like)
-  return np.reshape(np.sum(x, axis=broadcasting.sum_axes(x.shape, shape)), shape)
-
-
-def _take(x, indices, axis=0):
-  """np.take under crossgrad's bad-index rule: zeros outside [0, n)."""
-  x, indices = np.asarray(x), np.asarray(indices)
-  axis %= x.ndim
-  valid = (indices >= 0) & (indices < x.shape[axis])
-  picked = np.take(x, np.where(valid, indices, 0), axis=axis)
-  mask = valid.reshape((1,) * axis + valid.shape + (1,) * (x.ndim - axis - 1))
-  return np.where(mask, picked, np.zeros((), x.dtype))
-
-
-xp = Namespace(NAME, {
-    "abs": np.abs, "negative": np.negative, "sign": np.sign, "exp": np.exp, "log": np.log,
-    "sqrt": np.sqrt, "square": np.square, "tanh": np.tanh, "maximum": np.maximum,
-    "minimum": np.minimum, "round": np.round, "floor": np.floor, "ceil": np.ceil,
-    "clip": _clip, "where": np.where, "less": np.less, "less_equal": np.less_equal,
-    "greater": np.greater, "greater_equal": np.greater_equal, "equal": np.equal,
-    "logical_and": np.logical_and, "logical_or": np.logical_or,
-    "logical_not": np.logical_not, "sum": np.sum, "mean": np.mean, "max": np.max,
-    "min": np.min, "reshape": np.reshape, "transpose": np.transpose,
-    "broadcast_to": np.broadcast_to, "expand_dims": np.expand_dims, "matmul": np.matmul,
-    "take": _take,
-    "zeros_like": np.zeros_like, "ones_like": np.ones_like, "full_like": np.full_like,
-    "zeros": np.zeros, "ones": np.ones, "astype": lambda x, dtype: np.asarray(x).astype(dtype),
-    "one_hot": _one_hot,
-    "unbroadcast": _unbroadcast, "bitwise_xor": np.bitwise_xor, "bitwise_or": np.bitwise_or,
-    "left_shift": np.left_shift, "right_shift": np.right_shift,
-})
+xp = Namespace(NAME, numpy_like.table(np, one_hot=_one_hot))
 
 
 def spec_of(x: Any) -> validation.ArraySpec:
