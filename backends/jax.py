@@ -14,6 +14,8 @@ from crossgrad.backends import base
 from crossgrad.registry import validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
+from crossgrad.sparse import conv as _sparse_conv
+from crossgrad.sparse.data import SparseData
 
 NAME = "jax"
 MODES = ("eager", "jit")
@@ -22,6 +24,21 @@ PLATFORMS = ("cpu", "gpu", "tpu")
 
 def _clip(x, lo, hi):
   return jnp.clip(x, lo, hi) if (lo is not None or hi is not None) else jnp.asarray(x)
+
+
+def _take(x, indices):
+  x, indices = jnp.asarray(x), jnp.asarray(indices)
+  # mode="fill" alone would still wrap negative indices, as NumPy indexing does.
+  inside = (indices >= 0) & (indices < x.shape[0])
+  rows = jnp.take(x, jnp.where(inside, indices, 0), axis=0, mode="clip")
+  return jnp.where(inside.reshape(inside.shape + (1,) * (x.ndim - 1)), rows, 0)
+
+
+def _segment_min(data, segment_ids, num_segments):
+  out = jax.ops.segment_min(data, segment_ids, num_segments)
+  if jnp.issubdtype(out.dtype, jnp.floating):  # Empty segments hold inf in JAX.
+    out = jnp.minimum(out, jnp.finfo(out.dtype).max)
+  return out
 
 
 xp = Namespace(NAME, {
@@ -38,6 +55,13 @@ xp = Namespace(NAME, {
     "matmul": jnp.matmul, "zeros_like": jnp.zeros_like, "ones_like": jnp.ones_like,
     "full_like": jnp.full_like, "zeros": jnp.zeros, "ones": jnp.ones,
     "astype": lambda x, dtype: jnp.asarray(x).astype(dtype),
+    "arange": lambda n, dtype: jnp.arange(n, dtype=dtype),
+    "cumsum": lambda x, axis: jnp.cumsum(x, axis=axis, dtype=jnp.asarray(x).dtype),
+    "take": _take,
+    # Out-of-range ids are dropped (JAX's scatter default, FILL_OR_DROP).
+    "segment_sum": lambda data, segment_ids, num_segments: jax.ops.segment_sum(
+        data, segment_ids, num_segments),
+    "segment_min": _segment_min,
 })
 
 
@@ -149,3 +173,11 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     outs, grads = run([args[i] for i in diff], args, cots)
     outs, grads = jax.device_get((outs, grads))
   return tuple(np.asarray(o) for o in outs), base.merge_cotangents(op, grads)
+
+
+def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, capacity: int | None = None):
+  """Seed 001's sparse convolution layer; see `crossgrad.sparse.conv.sparse_conv2d`."""
+  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, capacity=capacity)
+
+
+jax.tree_util.register_pytree_node(SparseData, SparseData.flatten, SparseData.unflatten)

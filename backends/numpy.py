@@ -11,6 +11,8 @@ from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
+from crossgrad.sparse import conv as _sparse_conv
+from crossgrad.sparse.data import SparseData
 
 NAME = "numpy"
 MODES = ("eager",)
@@ -18,6 +20,27 @@ MODES = ("eager",)
 
 def _clip(x, lo, hi):
   return np.clip(x, lo, hi) if (lo is not None or hi is not None) else np.asarray(x)
+
+
+def _take(x, indices):
+  x, indices = np.asarray(x), np.asarray(indices)
+  inside = (indices >= 0) & (indices < x.shape[0])
+  rows = np.take(x, np.where(inside, indices, 0), axis=0)
+  return np.where(inside.reshape(inside.shape + (1,) * (x.ndim - 1)), rows, 0).astype(x.dtype)
+
+
+def _segment(reduce_at, fill):
+  def segment(data, segment_ids, num_segments):
+    data, ids = np.asarray(data), np.asarray(segment_ids)
+    out = np.full((num_segments,) + data.shape[1:], fill(data.dtype), data.dtype)
+    keep = (ids >= 0) & (ids < num_segments)
+    reduce_at(out, ids[keep], data[keep])
+    return out
+  return segment
+
+
+def _largest(dtype):
+  return np.finfo(dtype).max if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
 
 
 xp = Namespace(NAME, {
@@ -32,6 +55,11 @@ xp = Namespace(NAME, {
     "broadcast_to": np.broadcast_to, "expand_dims": np.expand_dims, "matmul": np.matmul,
     "zeros_like": np.zeros_like, "ones_like": np.ones_like, "full_like": np.full_like,
     "zeros": np.zeros, "ones": np.ones, "astype": lambda x, dtype: np.asarray(x).astype(dtype),
+    "arange": lambda n, dtype: np.arange(n, dtype=dtype),
+    "cumsum": lambda x, axis: np.cumsum(x, axis=axis, dtype=np.asarray(x).dtype),
+    "take": _take,
+    "segment_sum": _segment(np.add.at, lambda dtype: 0),
+    "segment_min": _segment(np.minimum.at, _largest),
 })
 
 
@@ -111,3 +139,8 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
   outputs, vjp_fn = vjp(op, *inputs, **params)
   single = not isinstance(outputs, tuple)
   return validation.as_tuple(outputs), vjp_fn(cotangent[0] if single else tuple(cotangent))
+
+
+def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, capacity: int | None = None):
+  """Seed 001's sparse convolution layer; see `crossgrad.sparse.conv.sparse_conv2d`."""
+  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, capacity=capacity)

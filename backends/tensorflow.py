@@ -16,6 +16,8 @@ from crossgrad.backends import base
 from crossgrad.registry import validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
+from crossgrad.sparse import conv as _sparse_conv
+from crossgrad.sparse.data import SparseData
 
 NAME = "tensorflow"
 MODES = ("eager", "graph", "jit")
@@ -52,6 +54,28 @@ def _reduction(fn):
   return lambda x, axis=None, keepdims=False: fn(x, axis=axis, keepdims=keepdims)
 
 
+def _take(x, indices):
+  x = tf.convert_to_tensor(x)
+  indices = tf.convert_to_tensor(indices)
+  n = tf.cast(tf.shape(x)[0], indices.dtype)
+  inside = tf.logical_and(indices >= 0, indices < n)
+  rows = tf.gather(x, tf.where(inside, indices, tf.zeros_like(indices)))
+  inside = tf.reshape(inside, tf.concat([tf.shape(inside), tf.ones([tf.rank(x) - 1], tf.int32)],
+                                        0))
+  return tf.where(inside, rows, tf.zeros_like(rows))
+
+
+def _segment(reduce):
+  def segment(data, segment_ids, num_segments):
+    # An extra segment collects the out-of-range rows and is cut off, so no backend,
+    # device or XLA difference in out-of-range handling can show.
+    ids = tf.convert_to_tensor(segment_ids)
+    inside = tf.logical_and(ids >= 0, ids < num_segments)
+    ids = tf.where(inside, ids, tf.fill(tf.shape(ids), tf.cast(num_segments, ids.dtype)))
+    return reduce(data, ids, num_segments + 1)[:num_segments]
+  return segment
+
+
 xp = Namespace(NAME, {
     "abs": tf.abs, "negative": tf.negative, "sign": tf.sign, "exp": tf.exp,
     "log": tf.math.log, "sqrt": tf.sqrt, "square": tf.square, "tanh": tf.tanh,
@@ -69,6 +93,12 @@ xp = Namespace(NAME, {
     "matmul": tf.linalg.matmul, "zeros_like": tf.zeros_like, "ones_like": tf.ones_like,
     "full_like": lambda x, value: tf.fill(tf.shape(x), tf.cast(value, x.dtype)),
     "zeros": tf.zeros, "ones": tf.ones, "astype": tf.cast,
+    "arange": lambda n, dtype: tf.range(n, dtype=dtype),
+    "cumsum": lambda x, axis: tf.cumsum(x, axis=axis),
+    "take": _take,
+    "segment_sum": _segment(tf.math.unsorted_segment_sum),
+    # Empty segments hold the dtype's largest value, as documented.
+    "segment_min": _segment(tf.math.unsorted_segment_min),
 })
 
 
@@ -143,3 +173,8 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     outs, grads = run(args, cots)
   return (tuple(o.numpy() for o in outs),
           base.merge_cotangents(op, [g.numpy() for g in grads]))
+
+
+def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, capacity: int | None = None):
+  """Seed 001's sparse convolution layer; see `crossgrad.sparse.conv.sparse_conv2d`."""
+  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, capacity=capacity)

@@ -57,6 +57,16 @@ FUNCTIONS: dict[str, str] = {
     "zeros": "zeros(shape, dtype)",
     "ones": "ones(shape, dtype)",
     "astype": "astype(x, dtype)",
+    "arange": "arange(n, dtype): 0, 1, ..., n - 1",
+    "cumsum": "cumsum(x, axis): keeps x's dtype",
+    # Gathers and their transposes. An index outside [0, n) is never an error: `take`
+    # reads a zero row there and the segment reductions drop that row, in every backend
+    # and mode (so `segment_sum` is exactly the transpose of `take`).
+    "take": "take(x, indices): x[indices] along axis 0; zero rows at out-of-range indices",
+    "segment_sum": "segment_sum(data, segment_ids, num_segments): row sums along axis 0; "
+                   "rows with an id outside [0, num_segments) are dropped",
+    "segment_min": "segment_min(data, segment_ids, num_segments): as segment_sum; empty "
+                   "segments hold the dtype's largest finite value",
 }
 
 

@@ -1,0 +1,89 @@
+"""The integer rulebook of a sparse VALID, stride-1 convolution, built with array ops.
+
+For input active sites ``H`` (rows ``n_valid`` onwards are padding) the rulebook says
+which input row feeds each output row at each filter offset:
+
+* ``src[r, k]`` (``capacity x f*f``): the input row seen by output row ``r`` at filter
+  offset ``k = dy * f + dx`` (HWIO order), or `GROUND` where that input site is
+  inactive, or `PAD` on padding rows ``r >= n_out``.
+* ``h_out`` (``capacity x 2``): output active sites in seed 001's first-appearance order
+  (input sites in order; for each, the output positions its filter reaches, row-major);
+  padding rows hold -1.
+* ``n_out``: the number of output active sites; rows beyond ``capacity`` are dropped,
+  so ``n_out > capacity`` means the capacity was too small.
+
+No Python loop runs over sites: candidates (site, offset) are laid out as one array in
+the seed's loop order, the first candidate of each output position is found with a
+scatter-min over the output grid, and ranks come from a cumulative sum. Shapes depend
+only on static sizes, so the same code runs eagerly, under `jax.jit` and under
+`tf.function(jit_compile=True)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+GROUND = -1  # `src` entry: the input site is inactive and holds the ground state.
+PAD = -2  # `src` entry: a padding row beyond the output's active sites.
+
+
+@dataclasses.dataclass(frozen=True)
+class Rulebook:
+  src: Any
+  h_out: Any
+  n_out: Any
+
+
+def safe_capacity(capacity_in: int, dense_shape, f: int) -> int:
+  """The most output sites ``capacity_in`` input sites can reach: never overflows."""
+  h, w = dense_shape[0] - f + 1, dense_shape[1] - f + 1
+  return max(1, min(capacity_in * f * f, h * w))
+
+
+def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int) -> Rulebook:
+  """The rulebook for sites ``h_in`` (int32 ``a x 2``) of a ``dense_shape`` input."""
+  a, kk = h_in.shape[0], f * f
+  ho, wo = dense_shape[0] - f + 1, dense_shape[1] - f + 1
+  grid = ho * wo
+  # Seed order: filter position (u, v) reaches output (row - f + 1 + u, col - f + 1 + v)
+  # and sees the input at filter offset (f - 1 - u, f - 1 - v).
+  u = np.repeat(np.arange(f, dtype=np.int32), f) - (f - 1)
+  v = np.tile(np.arange(f, dtype=np.int32), f) - (f - 1)
+  offset = np.arange(kk - 1, -1, -1, dtype=np.int32)
+  columns = xp.transpose(h_in)
+  i = xp.reshape(xp.take(columns, 0), (a, 1)) + u  # a x kk output rows
+  j = xp.reshape(xp.take(columns, 1), (a, 1)) + v
+  site = xp.broadcast_to(xp.reshape(xp.arange(a, "int32"), (a, 1)), (a, kk))
+  valid = xp.logical_and(
+      xp.logical_and(site < xp.astype(n_valid, "int32"),
+                     xp.logical_and(i >= 0, i < ho)),
+      xp.logical_and(j >= 0, j < wo))
+  valid, i, j, site = (xp.reshape(t, (a * kk,)) for t in (valid, i, j, site))
+  key = xp.where(valid, i * wo + j, grid)  # Out of range, so dropped, where invalid.
+  position = xp.arange(a * kk, "int32")
+  first = xp.segment_min(position, key, grid)
+  is_first = xp.logical_and(valid, xp.equal(xp.take(first, key), position))
+  count = xp.astype(is_first, "int32")
+  rank = xp.cumsum(count, 0) - 1
+  n_out = xp.astype(xp.sum(count), "int32")
+  slot = xp.where(is_first, rank, capacity)
+  h_out = xp.segment_sum(_pairs(xp, i + 1, j + 1, a * kk), slot, capacity) - 1
+  row_plus_one = xp.segment_sum(xp.where(is_first, rank + 1, 0), key, grid)
+  out_row = xp.take(row_plus_one, key) - 1  # -1 for invalid candidates.
+  k = xp.reshape(xp.broadcast_to(xp.reshape(offset, (1, kk)), (a, kk)), (a * kk,))
+  target = xp.where(xp.logical_and(valid, out_row < capacity), out_row * kk + k, -1)
+  rows = xp.reshape(xp.arange(capacity, "int32"), (capacity, 1))
+  base = xp.broadcast_to(xp.astype(xp.where(rows < n_out, GROUND, PAD), "int32"),
+                         (capacity, kk))
+  filled = xp.segment_sum(xp.where(valid, site - GROUND, 0), target, capacity * kk)
+  src = base + xp.reshape(filled, (capacity, kk))
+  return Rulebook(src=src, h_out=h_out, n_out=n_out)
+
+
+def _pairs(xp, first, second, n):
+  """An ``n x 2`` array from two length-``n`` vectors."""
+  return xp.transpose(xp.reshape(first, (1, n)) * np.array([[1], [0]], np.int32)
+                      + xp.reshape(second, (1, n)) * np.array([[0], [1]], np.int32))
