@@ -1,0 +1,1 @@
+"""Benchmarks (``python -m crossgrad.benchmarks.<name>``): tables and JSON, never tests."""

@@ -1,0 +1,1 @@
+"""Runnable examples (``python -m crossgrad.examples.<name>``); each also runs in the tests."""
