@@ -29,9 +29,8 @@ def _clip(x, lo, hi):
 def _take(x, indices):
   x, indices = jnp.asarray(x), jnp.asarray(indices)
   # mode="fill" alone would still wrap negative indices, as NumPy indexing does.
-  inside = (indices >= 0) & (indices < x.shape[0])
-  rows = jnp.take(x, jnp.where(inside, indices, 0), axis=0, mode="clip")
-  return jnp.where(inside.reshape(inside.shape + (1,) * (x.ndim - 1)), rows, 0)
+  indices = jnp.where(indices < 0, x.shape[0], indices)
+  return jnp.take(x, indices, axis=0, mode="fill", fill_value=0)
 
 
 def _segment_min(data, segment_ids, num_segments):
@@ -56,6 +55,7 @@ xp = Namespace(NAME, {
     "full_like": jnp.full_like, "zeros": jnp.zeros, "ones": jnp.ones,
     "astype": lambda x, dtype: jnp.asarray(x).astype(dtype),
     "arange": lambda n, dtype: jnp.arange(n, dtype=dtype),
+    "concatenate": lambda arrays, axis=0: jnp.concatenate(arrays, axis=axis),
     "cumsum": lambda x, axis: jnp.cumsum(x, axis=axis, dtype=jnp.asarray(x).dtype),
     "take": _take,
     # Out-of-range ids are dropped (JAX's scatter default, FILL_OR_DROP).

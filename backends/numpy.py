@@ -56,6 +56,7 @@ xp = Namespace(NAME, {
     "zeros_like": np.zeros_like, "ones_like": np.ones_like, "full_like": np.full_like,
     "zeros": np.zeros, "ones": np.ones, "astype": lambda x, dtype: np.asarray(x).astype(dtype),
     "arange": lambda n, dtype: np.arange(n, dtype=dtype),
+    "concatenate": lambda arrays, axis=0: np.concatenate(arrays, axis=axis),
     "cumsum": lambda x, axis: np.cumsum(x, axis=axis, dtype=np.asarray(x).dtype),
     "take": _take,
     "segment_sum": _segment(np.add.at, lambda dtype: 0),

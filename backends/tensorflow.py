@@ -55,14 +55,14 @@ def _reduction(fn):
 
 
 def _take(x, indices):
+  # Gathers from x with a zero row appended, so out-of-range indices need no mask over
+  # the (usually much larger) result.
   x = tf.convert_to_tensor(x)
   indices = tf.convert_to_tensor(indices)
-  n = tf.cast(tf.shape(x)[0], indices.dtype)
+  n = tf.shape(x, out_type=indices.dtype)[0]
   inside = tf.logical_and(indices >= 0, indices < n)
-  rows = tf.gather(x, tf.where(inside, indices, tf.zeros_like(indices)))
-  inside = tf.reshape(inside, tf.concat([tf.shape(inside), tf.ones([tf.rank(x) - 1], tf.int32)],
-                                        0))
-  return tf.where(inside, rows, tf.zeros_like(rows))
+  padded = tf.concat([x, tf.zeros_like(x[:1])], 0)
+  return tf.gather(padded, tf.where(inside, indices, tf.fill(tf.shape(indices), n)))
 
 
 def _segment(reduce):
@@ -94,6 +94,7 @@ xp = Namespace(NAME, {
     "full_like": lambda x, value: tf.fill(tf.shape(x), tf.cast(value, x.dtype)),
     "zeros": tf.zeros, "ones": tf.ones, "astype": tf.cast,
     "arange": lambda n, dtype: tf.range(n, dtype=dtype),
+    "concatenate": lambda arrays, axis=0: tf.concat(arrays, axis),
     "cumsum": lambda x, axis: tf.cumsum(x, axis=axis),
     "take": _take,
     "segment_sum": _segment(tf.math.unsorted_segment_sum),

@@ -58,6 +58,7 @@ FUNCTIONS: dict[str, str] = {
     "ones": "ones(shape, dtype)",
     "astype": "astype(x, dtype)",
     "arange": "arange(n, dtype): 0, 1, ..., n - 1",
+    "concatenate": "concatenate(arrays, axis=0)",
     "cumsum": "cumsum(x, axis): keeps x's dtype",
     # Gathers and their transposes. An index outside [0, n) is never an error: `take`
     # reads a zero row there and the segment reductions drop that row, in every backend

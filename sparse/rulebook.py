@@ -12,9 +12,10 @@ which input row feeds each output row at each filter offset:
 * ``n_out``: the number of output active sites; rows beyond ``capacity`` are dropped,
   so ``n_out > capacity`` means the capacity was too small.
 
-No Python loop runs over sites: candidates (site, offset) are laid out as one array in
-the seed's loop order, the first candidate of each output position is found with a
-scatter-min over the output grid, and ranks come from a cumulative sum. Shapes depend
+No Python loop runs over sites: candidates (site, filter position) are laid out as one
+array in the seed's loop order, the first candidate of each output position is found
+with a scatter-min over the output grid, ranks come from a cumulative sum, and ``src``
+is a gather from a map of the input grid at each output site's window. Shapes depend
 only on static sizes, so the same code runs eagerly, under `jax.jit` and under
 `tf.function(jit_compile=True)`.
 """
@@ -46,41 +47,44 @@ def safe_capacity(capacity_in: int, dense_shape, f: int) -> int:
 def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int) -> Rulebook:
   """The rulebook for sites ``h_in`` (int32 ``a x 2``) of a ``dense_shape`` input."""
   a, kk = h_in.shape[0], f * f
-  ho, wo = dense_shape[0] - f + 1, dense_shape[1] - f + 1
+  h, w = dense_shape[0], dense_shape[1]
+  ho, wo = h - f + 1, w - f + 1
   grid = ho * wo
-  # Seed order: filter position (u, v) reaches output (row - f + 1 + u, col - f + 1 + v)
-  # and sees the input at filter offset (f - 1 - u, f - 1 - v).
+  columns = xp.transpose(h_in)
+  row, col = xp.take(columns, 0), xp.take(columns, 1)
+  live = xp.arange(a, "int32") < xp.astype(n_valid, "int32")
+  # Input grid -> input row + 1 (0 where inactive): one small scatter.
+  site_of = xp.segment_sum(xp.arange(a, "int32") + 1, xp.where(live, row * w + col, -1),
+                           h * w)
+  # Candidates (site, filter position) in the seed's loop order: position (u, v) of
+  # site (row, col) reaches output (row - f + 1 + u, col - f + 1 + v).
   u = np.repeat(np.arange(f, dtype=np.int32), f) - (f - 1)
   v = np.tile(np.arange(f, dtype=np.int32), f) - (f - 1)
-  offset = np.arange(kk - 1, -1, -1, dtype=np.int32)
-  columns = xp.transpose(h_in)
-  i = xp.reshape(xp.take(columns, 0), (a, 1)) + u  # a x kk output rows
-  j = xp.reshape(xp.take(columns, 1), (a, 1)) + v
-  site = xp.broadcast_to(xp.reshape(xp.arange(a, "int32"), (a, 1)), (a, kk))
+  i = xp.reshape(xp.reshape(row, (a, 1)) + u, (a * kk,))
+  j = xp.reshape(xp.reshape(col, (a, 1)) + v, (a * kk,))
   valid = xp.logical_and(
-      xp.logical_and(site < xp.astype(n_valid, "int32"),
+      xp.logical_and(xp.reshape(xp.broadcast_to(xp.reshape(live, (a, 1)), (a, kk)), (-1,)),
                      xp.logical_and(i >= 0, i < ho)),
       xp.logical_and(j >= 0, j < wo))
-  valid, i, j, site = (xp.reshape(t, (a * kk,)) for t in (valid, i, j, site))
   key = xp.where(valid, i * wo + j, grid)  # Out of range, so dropped, where invalid.
+  # An output site is numbered when its first candidate comes up.
   position = xp.arange(a * kk, "int32")
   first = xp.segment_min(position, key, grid)
   is_first = xp.logical_and(valid, xp.equal(xp.take(first, key), position))
   count = xp.astype(is_first, "int32")
-  rank = xp.cumsum(count, 0) - 1
   n_out = xp.astype(xp.sum(count), "int32")
-  slot = xp.where(is_first, rank, capacity)
+  slot = xp.where(is_first, xp.cumsum(count, 0) - 1, capacity)
   h_out = xp.segment_sum(_pairs(xp, i + 1, j + 1, a * kk), slot, capacity) - 1
-  row_plus_one = xp.segment_sum(xp.where(is_first, rank + 1, 0), key, grid)
-  out_row = xp.take(row_plus_one, key) - 1  # -1 for invalid candidates.
-  k = xp.reshape(xp.broadcast_to(xp.reshape(offset, (1, kk)), (a, kk)), (a * kk,))
-  target = xp.where(xp.logical_and(valid, out_row < capacity), out_row * kk + k, -1)
-  rows = xp.reshape(xp.arange(capacity, "int32"), (capacity, 1))
-  base = xp.broadcast_to(xp.astype(xp.where(rows < n_out, GROUND, PAD), "int32"),
-                         (capacity, kk))
-  filled = xp.segment_sum(xp.where(valid, site - GROUND, 0), target, capacity * kk)
-  src = base + xp.reshape(filled, (capacity, kk))
-  return Rulebook(src=src, h_out=h_out, n_out=n_out)
+  # src by gathering the input grid at each output site's window (HWIO offsets).
+  out_columns = xp.transpose(h_out)
+  dy = np.repeat(np.arange(f, dtype=np.int32), f)
+  dx = np.tile(np.arange(f, dtype=np.int32), f)
+  window = ((xp.reshape(xp.take(out_columns, 0), (capacity, 1)) + dy) * w
+            + xp.reshape(xp.take(out_columns, 1), (capacity, 1)) + dx)
+  padding = xp.reshape(xp.arange(capacity, "int32"), (capacity, 1)) >= xp.minimum(
+      n_out, capacity)
+  src = xp.where(padding, PAD, xp.take(site_of, window) - 1)  # -1 is GROUND.
+  return Rulebook(src=xp.astype(src, "int32"), h_out=h_out, n_out=n_out)
 
 
 def _pairs(xp, first, second, n):

@@ -7,10 +7,11 @@ order) and channel ``c``, ``M[src[r, k], c]``, or ``ground_state[c]`` where ``sr
 `GROUND`, or 0 on `PAD` rows; so ``Q @ kernel.reshape(f*f*n_in, n_out)`` is the VALID,
 stride-1 convolution at the output active sites.
 
+The forward is one gather from ``M`` with ``ground_state`` appended as an extra row.
 Backward as seed 001 derives it: ``dM[i]`` sums the ``dQ`` entries taken from ``M[i]``
-(a segment sum over ``src``, the transpose of the gather), and ``d ground_state[c]``
-sums the ``dQ`` entries of channel ``c`` that hold the ground state. ``PAD`` rows carry
-no gradient.
+and ``d ground_state[c]`` the ``dQ`` entries of channel ``c`` that hold the ground
+state; both come from one segment sum over the gather's indices (its transpose), the
+ground state being the extra row. ``PAD`` rows carry no gradient.
 """
 
 import numpy as np
@@ -25,18 +26,22 @@ _INTEGER = ("int32", "int64")
 
 def _forward(xp, M, ground_state, src):
   rows, kk = src.shape
-  n_in = M.shape[1]
-  is_ground = xp.expand_dims(xp.equal(src, rulebook.GROUND), 2)
-  q = xp.where(is_ground, xp.reshape(ground_state, (1, 1, n_in)), xp.take(M, src))
-  return xp.reshape(q, (rows, kk * n_in)), (src, is_ground, M.shape[0])
+  a, n_in = M.shape
+  # One gather from M with the ground state as row a; PAD reads a zero row.
+  rows_ext = xp.concatenate([M, xp.reshape(ground_state, (1, n_in))], 0)
+  index = xp.where(xp.equal(src, rulebook.GROUND), a, src)
+  q = xp.take(rows_ext, index)
+  return xp.reshape(q, (rows, kk * n_in)), (index, a)
 
 
 def _backward(xp, residuals, g):
-  src, is_ground, a = residuals
-  rows, kk = src.shape
-  g = xp.reshape(g, (rows, kk, -1))
-  d_m = xp.segment_sum(xp.reshape(g, (rows * kk, -1)), xp.reshape(src, (rows * kk,)), a)
-  d_ground = xp.sum(xp.where(is_ground, g, xp.zeros_like(g)), axis=(0, 1))
+  index, a = residuals
+  rows, kk = index.shape
+  # The transpose of the gather: row a collects the entries that held the ground state.
+  d_ext = xp.segment_sum(xp.reshape(g, (rows * kk, -1)), xp.reshape(index, (rows * kk,)),
+                         a + 1)
+  d_m = xp.take(d_ext, xp.arange(a, "int32"))
+  d_ground = xp.reshape(xp.take(d_ext, xp.arange(1, "int32") + a), (-1,))
   return d_m, d_ground, None
 
 
