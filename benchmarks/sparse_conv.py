@@ -1,8 +1,8 @@
 """Sparse convolution (seed 001) against the seed's loops and against dense convolution.
 
 1. Q build (forward: rulebook + gather) and Q gradient (backward: segment sums) of the
-   vectorised, compiled `sparse_q` against seed 001's Python loops
-   (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5.
+   vectorised `sparse_q` (compiled in JAX and TF; also the same code in NumPy) against
+   seed 001's Python loops (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5.
 2. One layer, forward + backward (gradients of M, ground_state, W, b), of
    `sparse_conv2d` against the framework's dense convolution (`tf.nn.conv2d`,
    `lax.conv_general_dilated`; gradients of the input, W, b) at 512x512x16, f=3,
@@ -56,6 +56,20 @@ def _median_times(fns: dict, repeats: int, warmup: int = 2) -> dict:
 
 
 # Framework steps. Each returns a zero-argument callable that blocks on its result.
+
+def _numpy_q_steps(x, f, capacity):
+  """The same vectorised code run by NumPy (no compilation, no dispatch overhead)."""
+  xp, op = cg.numpy.xp, cg.get("sparse_q")
+
+  def forward():
+    book = rulebook.build(xp, x.H, x.n_valid, x.dense_shape, f, capacity)
+    return book.h_out, op.forward(xp, x.M, x.ground_state, book.src)[0]
+
+  book = rulebook.build(xp, x.H, x.n_valid, x.dense_shape, f, capacity)
+  residuals = op.forward(xp, x.M, x.ground_state, book.src)[1]
+  dq = np.ones((capacity, f * f * x.dense_shape[2]), np.float32)
+  return forward, lambda: op.backward(xp, residuals, dq)
+
 
 def _jax_q_steps(x, f, capacity):
   import jax  # pylint: disable=g-import-not-at-top
@@ -111,7 +125,8 @@ def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
   dq = np.ones_like(want_q)
   fns = {"loops_forward": lambda: sparse_loops.build_q(h, m, shape, f, gs),
          "loops_backward": lambda: sparse_loops.grad_q(dq, h, m, shape, f)}
-  for name, steps in (("jax", _jax_q_steps), ("tensorflow", _tf_q_steps)):
+  for name, steps in (("numpy", _numpy_q_steps), ("jax", _jax_q_steps),
+                      ("tensorflow", _tf_q_steps)):
     fns[f"{name}_forward"], fns[f"{name}_backward"] = steps(x, f, capacity)
   loop_repeats = max(3, repeats // 3)  # The loops take seconds.
   times = _median_times({k: v for k, v in fns.items() if k.startswith("loops")},
@@ -120,7 +135,7 @@ def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
                              repeats))
   result = {"shape": list(shape), "f": f, "fraction": fraction, "active": int(x.n_valid),
             "output_sites": capacity, "seconds": times, "speedup": {}}
-  for name in ("jax", "tensorflow"):
+  for name in ("numpy", "jax", "tensorflow"):
     for part in ("forward", "backward"):
       result["speedup"][f"{name}_{part}"] = times[f"loops_{part}"] / times[f"{name}_{part}"]
   return result
@@ -248,16 +263,20 @@ def main(argv=None) -> dict:
   return report
 
 
+def _ratio(value: float) -> str:
+  return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x"
+
+
 def _print(report: dict):
   loops = report["loops"]
   print(f"\nsparse_q vs seed 001 loops: {tuple(loops[0]['shape'])}, f={loops[0]['f']}")
   print(f"{'active':>8}{'sites':>7}{'out':>7}{'':>12}{'forward ms':>12}{'x loops':>9}"
         f"{'backward ms':>13}{'x loops':>9}")
   for r in loops:
-    for name in ("loops", "jax", "tensorflow"):
+    for name in ("loops", "numpy", "jax", "tensorflow"):
       fwd, bwd = r["seconds"][f"{name}_forward"], r["seconds"][f"{name}_backward"]
       ratio = lambda part, r=r, name=name: (
-          "" if name == "loops" else f"{r['speedup'][f'{name}_{part}']:.0f}x")
+          "" if name == "loops" else _ratio(r["speedup"][f"{name}_{part}"]))
       print(f"{r['fraction']:8.0%}{r['active']:7d}{r['output_sites']:7d}{name:>12}"
             f"{fwd * 1e3:12.2f}{ratio('forward'):>9}{bwd * 1e3:13.2f}{ratio('backward'):>9}")
   dense = report["dense"]
