@@ -61,7 +61,7 @@ def _take(x, indices):
   indices = tf.convert_to_tensor(indices)
   n = tf.shape(x, out_type=indices.dtype)[0]
   inside = tf.logical_and(indices >= 0, indices < n)
-  padded = tf.concat([x, tf.zeros_like(x[:1])], 0)
+  padded = tf.concat([x, tf.zeros(tf.concat([[1], tf.shape(x)[1:]], 0), x.dtype)], 0)
   return tf.gather(padded, tf.where(inside, indices, tf.fill(tf.shape(indices), n)))
 
 

@@ -87,4 +87,11 @@ def _check(backend: str, x: SparseData, W: Any, b: Any, f: int) -> tuple[int, in
   n_out = shape[-1]
   if tuple(int(d) for d in b.shape) != (n_out,):
     fail("bias needs one value per output channel", "b", f"({n_out},)", tuple(b.shape))
+  for name, value in (("W", W), ("b", b), ("x.ground_state", x.ground_state)):
+    if _dtype(value) != _dtype(x.M):
+      fail("dtype differs from x.M's", name, _dtype(x.M), _dtype(value))
   return n_in, n_out
+
+
+def _dtype(x: Any) -> str:
+  return getattr(x.dtype, "name", str(x.dtype))

@@ -176,6 +176,9 @@ def test_wrong_channel_counts_are_clear_errors(backend):
   assert e.value.op == "sparse_conv2d" and e.value.argument == "W"
   with pytest.raises(cg.CrossgradError, match="bias"):
     conv(x, np.zeros((2, 2, 2, 4)), np.zeros(5), 2)
+  with pytest.raises(cg.CrossgradError, match="dtype differs") as e:
+    conv(x, np.zeros((2, 2, 2, 4), np.float32), np.zeros(4), 2)
+  assert e.value.argument == "W"
   with pytest.raises(cg.CrossgradError, match="exceed the capacity"):
     conv(x, np.zeros((2, 2, 2, 4)), np.zeros(4), 2, capacity=4)
 
@@ -210,3 +213,16 @@ def test_out_of_range_indices_behave_the_same_everywhere(backend, jit):
     run = jax.jit(run) if backend == "jax" else tf.function(run, jit_compile=True)
   for got, expected in zip(run(x), want):
     np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def test_too_small_capacity_under_jit_keeps_the_first_sites():
+  h, m, gs = _seed_sparse("jax")
+  w, b = np.ones((2, 2, 2, 4)), np.zeros(4)
+  full = cg.numpy.sparse_conv2d(cg.SparseData(*map(np.asarray, (h, m)), (4, 4, 2),
+                                              np.zeros(2)), w, b, 2)
+  layer = jax.jit(lambda h, m, gs: cg.jax.sparse_conv2d(
+      cg.SparseData(h, m, (4, 4, 2), gs), w, b, 2, capacity=3))
+  got = layer(h, m, gs)
+  assert int(got.n_valid) == 3 and full.n_valid == 5
+  np.testing.assert_array_equal(np.asarray(got.H), full.H[:3])
+  np.testing.assert_allclose(np.asarray(got.M), full.M[:3], rtol=1e-13)
