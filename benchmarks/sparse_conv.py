@@ -128,7 +128,11 @@ def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
   for name, steps in (("numpy", _numpy_q_steps), ("jax", _jax_q_steps),
                       ("tensorflow", _tf_q_steps)):
     fns[f"{name}_forward"], fns[f"{name}_backward"] = steps(x, f, capacity)
-  loop_repeats = max(3, repeats // 3)  # The loops take seconds.
+  for name in ("numpy", "jax", "tensorflow"):  # Same H_out and Q as the loops.
+    h_out, q = fns[f"{name}_forward"]()
+    if not (np.array_equal(np.asarray(h_out), want_h) and np.array_equal(np.asarray(q), want_q)):
+      raise AssertionError(f"{name}: H_out or Q differs from the seed's loops")
+  loop_repeats = max(3, repeats // 3)  # The loops are the slow part of the run.
   times = _median_times({k: v for k, v in fns.items() if k.startswith("loops")},
                         loop_repeats, warmup=1)
   times.update(_median_times({k: v for k, v in fns.items() if not k.startswith("loops")},
