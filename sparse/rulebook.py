@@ -33,6 +33,8 @@ PAD = -2  # `src` entry: a padding row beyond the output's active sites.
 
 @dataclasses.dataclass(frozen=True)
 class Rulebook:
+  """``src``, ``h_out`` and ``n_out`` as described in the module docstring."""
+
   src: Any
   h_out: Any
   n_out: Any
@@ -58,10 +60,10 @@ def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int) -> Rulebook:
                            h * w)
   # Candidates (site, filter position) in the seed's loop order: position (u, v) of
   # site (row, col) reaches output (row - f + 1 + u, col - f + 1 + v).
-  u = np.repeat(np.arange(f, dtype=np.int32), f) - (f - 1)
-  v = np.tile(np.arange(f, dtype=np.int32), f) - (f - 1)
-  i = xp.reshape(xp.reshape(row, (a, 1)) + u, (a * kk,))
-  j = xp.reshape(xp.reshape(col, (a, 1)) + v, (a * kk,))
+  u = np.repeat(np.arange(f, dtype=np.int32), f)
+  v = np.tile(np.arange(f, dtype=np.int32), f)
+  i = xp.reshape(xp.reshape(row, (a, 1)) + (u - (f - 1)), (a * kk,))
+  j = xp.reshape(xp.reshape(col, (a, 1)) + (v - (f - 1)), (a * kk,))
   valid = xp.logical_and(
       xp.logical_and(xp.reshape(xp.broadcast_to(xp.reshape(live, (a, 1)), (a, kk)), (-1,)),
                      xp.logical_and(i >= 0, i < ho)),
@@ -75,12 +77,11 @@ def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int) -> Rulebook:
   n_out = xp.astype(xp.sum(count), "int32")
   slot = xp.where(is_first, xp.cumsum(count, 0) - 1, capacity)
   h_out = xp.segment_sum(_pairs(xp, i + 1, j + 1, a * kk), slot, capacity) - 1
-  # src by gathering the input grid at each output site's window (HWIO offsets).
+  # src by gathering the input grid at each output site's window; offset k = u * f + v
+  # of the window is HWIO's (dy, dx) = (u, v).
   out_columns = xp.transpose(h_out)
-  dy = np.repeat(np.arange(f, dtype=np.int32), f)
-  dx = np.tile(np.arange(f, dtype=np.int32), f)
-  window = ((xp.reshape(xp.take(out_columns, 0), (capacity, 1)) + dy) * w
-            + xp.reshape(xp.take(out_columns, 1), (capacity, 1)) + dx)
+  window = ((xp.reshape(xp.take(out_columns, 0), (capacity, 1)) + u) * w
+            + xp.reshape(xp.take(out_columns, 1), (capacity, 1)) + v)
   padding = xp.reshape(xp.arange(capacity, "int32"), (capacity, 1)) >= xp.minimum(
       n_out, capacity)
   src = xp.where(padding, PAD, xp.take(site_of, window) - 1)  # -1 is GROUND.
