@@ -35,6 +35,10 @@ def _xp(backend: str):
   return base.load(backend).xp
 
 
+def _dtype_name(x: Any) -> str:
+  return getattr(x.dtype, "name", str(x.dtype))
+
+
 def concrete(x: Any) -> np.ndarray | None:
   """``x`` as a NumPy array, or None while it is traced (jit, tf.function)."""
   try:
@@ -47,7 +51,7 @@ def concrete(x: Any) -> np.ndarray | None:
 class SparseData:
   """Active sites ``H``, values ``M``, ``dense_shape``, ``ground_state``, ``n_valid``."""
 
-  H: Any
+  H: Any  # int32 (int64 is converted).
   M: Any
   dense_shape: tuple[int, int, int]
   ground_state: Any
@@ -55,6 +59,13 @@ class SparseData:
 
   def __post_init__(self):
     object.__setattr__(self, "dense_shape", tuple(int(d) for d in self.dense_shape))
+    index_type = _dtype_name(self.H)
+    if index_type not in ("int32", "int64"):
+      raise CrossgradError("H must hold integer sites", op="SparseData",
+                           backend=backend_of(self.H), argument="H",
+                           expected="int32 or int64", actual=index_type)
+    if index_type == "int64":
+      object.__setattr__(self, "H", _xp(backend_of(self.H)).astype(self.H, "int32"))
     if self.n_valid is None:
       object.__setattr__(self, "n_valid", int(self.H.shape[0]))
     validate(self)

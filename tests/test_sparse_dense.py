@@ -162,6 +162,21 @@ def test_bad_sites_are_clear_errors(backend, h, argument, problem):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "tensorflow", "jax"])
+def test_int64_sites_work_and_float_sites_are_errors(backend):
+  h, m, gs = _seed_sparse(backend)
+  convert = {"numpy": np.asarray, "tensorflow": tf.constant, "jax": jnp.asarray}[backend]
+  wide = cg.SparseData(convert(np.asarray(h).astype(np.int64)), m, (4, 4, 2), gs)
+  conv = cg.backends.base.load(backend).sparse_conv2d
+  got = conv(wide, convert(np.ones((2, 2, 2, 4))), convert(np.zeros(4)), 2)
+  want = cg.numpy.sparse_conv2d(cg.SparseData(np.asarray(h), np.asarray(m), (4, 4, 2),
+                                              np.zeros(2)), np.ones((2, 2, 2, 4)),
+                                np.zeros(4), 2)
+  np.testing.assert_array_equal(np.asarray(got.H), want.H)
+  with pytest.raises(cg.CrossgradError, match="integer sites"):
+    cg.SparseData(convert(np.asarray(h).astype(np.float64)), m, (4, 4, 2), gs)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "tensorflow", "jax"])
 def test_wrong_channel_counts_are_clear_errors(backend):
   h, m, gs = _seed_sparse(backend)
   with pytest.raises(cg.CrossgradError, match="wrong channel count") as e:
