@@ -20,6 +20,7 @@ from crossgrad.registry.opdef import OpDef
 from crossgrad.registry.report import Report
 from crossgrad.registry.report import Row
 from crossgrad.registry.validation import ArraySpec
+from crossgrad.sparse.data import SparseData
 
 __version__ = "0.1.0"
 
@@ -32,6 +33,7 @@ __all__ = (
     "OpDef",
     "Report",
     "Row",
+    "SparseData",
     "cross_check",
     "get",
     "jax",

@@ -14,6 +14,8 @@ from crossgrad.backends import base
 from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
+from crossgrad.sparse import conv as _sparse_conv
+from crossgrad.sparse.data import SparseData
 
 NAME = "jax"
 MODES = ("eager", "jit")
@@ -24,7 +26,19 @@ def _one_hot(labels, depth, dtype):
   return jax.nn.one_hot(labels, depth, dtype=dtype)
 
 
-xp = Namespace(NAME, numpy_like.table(jnp, one_hot=_one_hot))
+def _segment_min(data, segment_ids, num_segments):
+  out = jax.ops.segment_min(data, segment_ids, num_segments)
+  if jnp.issubdtype(out.dtype, jnp.floating):  # Empty segments hold inf in JAX.
+    out = jnp.minimum(out, jnp.finfo(out.dtype).max)
+  return out
+
+
+def _segment_sum(data, segment_ids, num_segments):
+  return jax.ops.segment_sum(data, segment_ids, num_segments)  # Drops out-of-range ids.
+
+
+xp = Namespace(NAME, numpy_like.table(jnp, one_hot=_one_hot, segment_sum=_segment_sum,
+                                      segment_min=_segment_min))
 
 
 def spec_of(x: Any) -> validation.ArraySpec:
@@ -147,3 +161,11 @@ def __getattr__(name: str):
     from crossgrad.backends import jax_bernoulli  # pylint: disable=g-import-not-at-top
     return getattr(jax_bernoulli, name)
   raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, capacity: int | None = None):
+  """Seed 001's sparse convolution layer; see `crossgrad.sparse.conv.sparse_conv2d`."""
+  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, capacity=capacity)
+
+
+jax.tree_util.register_pytree_node(SparseData, SparseData.flatten, SparseData.unflatten)

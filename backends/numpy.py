@@ -11,6 +11,8 @@ from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
+from crossgrad.sparse import conv as _sparse_conv
+from crossgrad.sparse.data import SparseData
 
 NAME = "numpy"
 MODES = ("eager",)
@@ -20,7 +22,23 @@ def _one_hot(labels, depth, dtype):
   return (np.asarray(labels)[..., None] == np.arange(depth)).astype(dtype)
 
 
-xp = Namespace(NAME, numpy_like.table(np, one_hot=_one_hot))
+def _segment(reduce_at, fill):
+  def segment(data, segment_ids, num_segments):
+    data, ids = np.asarray(data), np.asarray(segment_ids)
+    out = np.full((num_segments,) + data.shape[1:], fill(data.dtype), data.dtype)
+    keep = (ids >= 0) & (ids < num_segments)
+    reduce_at(out, ids[keep], data[keep])
+    return out
+  return segment
+
+
+def _largest(dtype):
+  return np.finfo(dtype).max if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
+
+
+xp = Namespace(NAME, numpy_like.table(
+    np, one_hot=_one_hot, segment_sum=_segment(np.add.at, lambda dtype: 0),
+    segment_min=_segment(np.minimum.at, _largest)))
 
 
 def spec_of(x: Any) -> validation.ArraySpec:
@@ -99,3 +117,8 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
   outputs, vjp_fn = vjp(op, *inputs, **params)
   single = not isinstance(outputs, tuple)
   return validation.as_tuple(outputs), vjp_fn(cotangent[0] if single else tuple(cotangent))
+
+
+def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, capacity: int | None = None):
+  """Seed 001's sparse convolution layer; see `crossgrad.sparse.conv.sparse_conv2d`."""
+  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, capacity=capacity)

@@ -16,6 +16,8 @@ from crossgrad.backends import base
 from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
+from crossgrad.sparse import conv as _sparse_conv
+from crossgrad.sparse.data import SparseData
 
 NAME = "tensorflow"
 MODES = ("eager", "graph", "jit")
@@ -89,6 +91,17 @@ def _nan_reduction(fn):
   return reduce
 
 
+def _segment(reduce):
+  def segment(data, segment_ids, num_segments):
+    # An extra segment collects the out-of-range rows and is cut off, so no backend,
+    # device or XLA difference in out-of-range handling can show.
+    ids = tf.convert_to_tensor(segment_ids)
+    inside = tf.logical_and(ids >= 0, ids < num_segments)
+    ids = tf.where(inside, ids, tf.fill(tf.shape(ids), tf.cast(num_segments, ids.dtype)))
+    return reduce(data, ids, num_segments + 1)[:num_segments]
+  return segment
+
+
 xp = Namespace(NAME, {
     "abs": tf.abs, "negative": tf.negative, "sign": tf.sign, "exp": tf.exp,
     "log": tf.math.log, "sqrt": tf.sqrt, "square": tf.square, "tanh": tf.tanh,
@@ -110,6 +123,12 @@ xp = Namespace(NAME, {
     "unbroadcast": _unbroadcast, "bitwise_xor": _binary(tf.bitwise.bitwise_xor),
     "bitwise_or": _binary(tf.bitwise.bitwise_or), "left_shift": _binary(tf.bitwise.left_shift),
     "right_shift": _binary(tf.bitwise.right_shift),
+    "arange": lambda n, dtype: tf.range(n, dtype=dtype),
+    "concatenate": lambda arrays, axis=0: tf.concat(arrays, axis),
+    "cumsum": lambda x, axis: tf.cumsum(x, axis=axis),
+    "segment_sum": _segment(tf.math.unsorted_segment_sum),
+    # Empty segments hold the dtype's largest value, as documented.
+    "segment_min": _segment(tf.math.unsorted_segment_min),
 })
 
 
@@ -196,3 +215,8 @@ def __getattr__(name: str):
     from crossgrad.backends import tensorflow_bernoulli  # pylint: disable=g-import-not-at-top
     return getattr(tensorflow_bernoulli, name)
   raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, capacity: int | None = None):
+  """Seed 001's sparse convolution layer; see `crossgrad.sparse.conv.sparse_conv2d`."""
+  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, capacity=capacity)

@@ -78,6 +78,16 @@ FUNCTIONS: dict[str, str] = {
     # Indexing.
     "one_hot": "one_hot(labels, depth, dtype): labels (...,) integer -> (..., depth), 1 where "
                "labels == k; all zeros for labels outside [0, depth)",
+    "arange": "arange(n, dtype): 0, 1, ..., n - 1",
+    "concatenate": "concatenate(arrays, axis=0)",
+    "cumsum": "cumsum(x, axis): keeps x's dtype",
+    # Gathers and their transposes. An index outside [0, n) is never an error: `take`
+    # reads a zero row there and the segment reductions drop that row, in every backend
+    # and mode (so `segment_sum` is exactly the transpose of `take`).
+    "segment_sum": "segment_sum(data, segment_ids, num_segments): row sums along axis 0; "
+                   "rows with an id outside [0, num_segments) are dropped",
+    "segment_min": "segment_min(data, segment_ids, num_segments): as segment_sum; empty "
+                   "segments hold the dtype's largest finite value",
 }
 
 

@@ -39,7 +39,17 @@ def astype(np_like: Any, x, dtype):
   return np_like.asarray(x).astype(dtype)
 
 
-_WRITTEN_HERE = {"clip": clip, "unbroadcast": unbroadcast, "take": take, "astype": astype}
+def arange(np_like: Any, n, dtype):
+  return np_like.arange(n, dtype=dtype)
+
+
+def cumsum(np_like: Any, x, axis):
+  """Cumulative sum that keeps ``x``'s dtype (NumPy widens small integers)."""
+  return np_like.cumsum(x, axis=axis, dtype=np_like.asarray(x).dtype)
+
+
+_WRITTEN_HERE = {"clip": clip, "unbroadcast": unbroadcast, "take": take, "astype": astype,
+                 "arange": arange, "cumsum": cumsum}
 
 
 def table(np_like: Any, **own: Any) -> dict[str, Any]:

@@ -60,6 +60,13 @@ CALLS = {
     "bitwise_or": ((_X,), lambda xp, x: xp.bitwise_or(xp.astype(x * 4, "int32"), 6)),
     "left_shift": ((_X,), lambda xp, x: xp.left_shift(xp.astype(x * 4, "int32"), 3)),
     "right_shift": ((_X,), lambda xp, x: xp.right_shift(xp.astype(x * 4, "int32"), 1)),
+    "arange": ((_X,), lambda xp, x: xp.arange(4, "int32")),
+    "concatenate": ((_X, _Y), lambda xp, x, y: xp.concatenate([x, y], axis=1)),
+    "cumsum": ((_X,), lambda xp, x: xp.cumsum(x, 1) + xp.astype(xp.cumsum(xp.astype(x, "int32"), 0), x.dtype)),
+    "segment_sum": ((_X,), lambda xp, x: xp.segment_sum(
+        x, xp.astype(xp.arange(2, "int32") * 3 - 1, "int32"), 3)),  # Ids -1 (dropped) and 2.
+    "segment_min": ((_X, _Y), lambda xp, x, y: xp.segment_min(
+        xp.concatenate([x, y], axis=0), xp.astype(xp.arange(4, "int32") % 2, "int32"), 3)),
     # Labels -1..3 against depth 3: out-of-range rows are all zero in every backend.
     "one_hot": ((_X,), lambda xp, x: xp.one_hot(xp.astype(xp.floor(x + 0.5), "int32"), 3,
                                                  x.dtype)),

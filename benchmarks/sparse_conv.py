@@ -1,0 +1,301 @@
+"""Sparse convolution (seed 001) against the seed's loops and against dense convolution.
+
+1. Q build (forward: rulebook + gather) and Q gradient (backward: segment sums) of the
+   vectorised `sparse_q` (compiled in JAX and TF; also the same code in NumPy) against
+   seed 001's Python loops (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5.
+2. One layer, forward + backward (gradients of M, ground_state, W, b), of
+   `sparse_conv2d` against the framework's dense convolution (`tf.nn.conv2d`,
+   `lax.conv_general_dilated`; gradients of the input, W, b) at 512x512x16, f=3,
+   n_out=16, for several active fractions (uniformly random sites: the worst case for
+   dilation); the break-even fraction is interpolated in log-log.
+
+Everything framework-side runs compiled (`jax.jit`, `tf.function(jit_compile=True)`),
+including the rulebook built from H inside the step. Variants of one comparison run
+interleaved; each figure is the median of ``--repeats`` runs after warm-up.
+
+  python -m crossgrad.benchmarks.sparse_conv [--quick] [--json out/sparse_conv.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import crossgrad as cg
+from crossgrad.benchmarks import sparse_loops
+from crossgrad.sparse import rulebook
+
+
+def _sites(rng, shape, fraction):
+  dense = np.zeros(shape, np.float32)
+  active = rng.random(shape[:2]) < fraction
+  dense[active] = rng.standard_normal((int(active.sum()), shape[2])).astype(np.float32)
+  return cg.SparseData.from_dense(dense)
+
+
+def _median_times(fns: dict, repeats: int, warmup: int = 2) -> dict:
+  """Median seconds per variant; variants interleaved, in rotating order."""
+  for fn in fns.values():
+    for _ in range(warmup):
+      fn()
+  times = {name: [] for name in fns}
+  names = list(fns)
+  for r in range(repeats):
+    for name in names[r % len(names):] + names[:r % len(names)]:
+      start = time.perf_counter()
+      fns[name]()
+      times[name].append(time.perf_counter() - start)
+  return {name: statistics.median(t) for name, t in times.items()}
+
+
+# Framework steps. Each returns a zero-argument callable that blocks on its result.
+
+def _numpy_q_steps(x, f, capacity):
+  """The same vectorised code run by NumPy (no compilation, no dispatch overhead)."""
+  xp, op = cg.numpy.xp, cg.get("sparse_q")
+
+  def forward():
+    book = rulebook.build(xp, x.H, x.n_valid, x.dense_shape, f, capacity)
+    return book.h_out, op.forward(xp, x.M, x.ground_state, book.src)[0]
+
+  book = rulebook.build(xp, x.H, x.n_valid, x.dense_shape, f, capacity)
+  residuals = op.forward(xp, x.M, x.ground_state, book.src)[1]
+  dq = np.ones((capacity, f * f * x.dense_shape[2]), np.float32)
+  return forward, lambda: op.backward(xp, residuals, dq)
+
+
+def _jax_q_steps(x, f, capacity):
+  import jax  # pylint: disable=g-import-not-at-top
+  op = cg.jax.get("sparse_q")
+
+  @jax.jit
+  def forward(h, m, gs):
+    book = rulebook.build(cg.jax.xp, h, x.n_valid, x.dense_shape, f, capacity)
+    return book.h_out, op(m, gs, book.src)
+
+  @jax.jit
+  def backward(m, gs, src, dq):
+    return jax.vjp(lambda m, gs: op(m, gs, src), m, gs)[1](dq)
+
+  h, m, gs = (jax.device_put(v) for v in (x.H, x.M, x.ground_state))
+  book = rulebook.build(cg.numpy.xp, x.H, x.n_valid, x.dense_shape, f, capacity)
+  src = jax.device_put(book.src)
+  dq = jax.device_put(np.ones((capacity, f * f * x.dense_shape[2]), np.float32))
+  return (lambda: jax.block_until_ready(forward(h, m, gs)),
+          lambda: jax.block_until_ready(backward(m, gs, src, dq)))
+
+
+def _tf_q_steps(x, f, capacity):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  op = cg.tensorflow.get("sparse_q")
+
+  @tf.function(jit_compile=True, autograph=False)
+  def forward(h, m, gs):
+    book = rulebook.build(cg.tensorflow.xp, h, x.n_valid, x.dense_shape, f, capacity)
+    return book.h_out, op(m, gs, book.src)
+
+  @tf.function(jit_compile=True, autograph=False)
+  def backward(m, gs, src, dq):
+    with tf.GradientTape() as tape:
+      tape.watch([m, gs])
+      q = op(m, gs, src)
+    return tape.gradient(q, [m, gs], output_gradients=dq)
+
+  h, m, gs = (tf.constant(v) for v in (x.H, x.M, x.ground_state))
+  book = rulebook.build(cg.numpy.xp, x.H, x.n_valid, x.dense_shape, f, capacity)
+  src = tf.constant(book.src)
+  dq = tf.ones((capacity, f * f * x.dense_shape[2]), tf.float32)
+  return (lambda: [t.numpy() for t in forward(h, m, gs)],
+          lambda: [t.numpy() for t in backward(m, gs, src, dq)])
+
+
+def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
+  """Seed loops vs compiled sparse_q (forward with the rulebook; backward)."""
+  x = _sites(np.random.default_rng(seed), shape, fraction)
+  h, m, gs = np.asarray(x.H), np.asarray(x.M), np.asarray(x.ground_state)
+  want_h, want_q = sparse_loops.build_q(h, m, shape, f, gs)
+  capacity = len(want_h)
+  dq = np.ones_like(want_q)
+  fns = {"loops_forward": lambda: sparse_loops.build_q(h, m, shape, f, gs),
+         "loops_backward": lambda: sparse_loops.grad_q(dq, h, m, shape, f)}
+  for name, steps in (("numpy", _numpy_q_steps), ("jax", _jax_q_steps),
+                      ("tensorflow", _tf_q_steps)):
+    fns[f"{name}_forward"], fns[f"{name}_backward"] = steps(x, f, capacity)
+  for name in ("numpy", "jax", "tensorflow"):  # Same H_out and Q as the loops.
+    h_out, q = fns[f"{name}_forward"]()
+    if not (np.array_equal(np.asarray(h_out), want_h) and np.array_equal(np.asarray(q), want_q)):
+      raise AssertionError(f"{name}: H_out or Q differs from the seed's loops")
+  loop_repeats = max(3, repeats // 3)  # The loops are the slow part of the run.
+  times = _median_times({k: v for k, v in fns.items() if k.startswith("loops")},
+                        loop_repeats, warmup=1)
+  times.update(_median_times({k: v for k, v in fns.items() if not k.startswith("loops")},
+                             repeats))
+  result = {"shape": list(shape), "f": f, "fraction": fraction, "active": int(x.n_valid),
+            "output_sites": capacity, "seconds": times, "speedup": {}}
+  for name in ("numpy", "jax", "tensorflow"):
+    for part in ("forward", "backward"):
+      result["speedup"][f"{name}_{part}"] = times[f"loops_{part}"] / times[f"{name}_{part}"]
+  return result
+
+
+def _jax_layer_steps(x, weights, f, capacity, dense):
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  w, b = (jnp.asarray(v) for v in weights)
+
+  def sparse_loss(m, gs, w, b, h):
+    s = cg.SparseData.unflatten(x.dense_shape, (h, m, gs, x.n_valid))
+    y = cg.jax.sparse_conv2d(s, w, b, f, capacity=capacity)
+    return jnp.sum(y.M * y.M) + jnp.sum(y.ground_state)
+
+  def dense_loss(d, w, b):
+    y = jax.lax.conv_general_dilated(d[None], w, (1, 1), "VALID",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))[0] + b
+    return jnp.sum(y * y)
+
+  sparse = jax.jit(jax.grad(sparse_loss, argnums=(0, 1, 2, 3)))
+  dense_step = jax.jit(jax.grad(dense_loss, argnums=(0, 1, 2)))
+  args = [jnp.asarray(v) for v in (x.M, x.ground_state)] + [w, b, jnp.asarray(x.H)]
+  d = jnp.asarray(dense)
+  return (lambda: jax.block_until_ready(sparse(*args)),
+          lambda: jax.block_until_ready(dense_step(d, w, b)))
+
+
+def _tf_layer_steps(x, weights, f, capacity, dense):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  w, b = (tf.constant(v) for v in weights)
+
+  @tf.function(jit_compile=True, autograph=False)
+  def sparse(m, gs, w, b, h):
+    with tf.GradientTape() as tape:
+      tape.watch([m, gs, w, b])
+      s = cg.SparseData.unflatten(x.dense_shape, (h, m, gs, x.n_valid))
+      y = cg.tensorflow.sparse_conv2d(s, w, b, f, capacity=capacity)
+      loss = tf.reduce_sum(y.M * y.M) + tf.reduce_sum(y.ground_state)
+    return tape.gradient(loss, [m, gs, w, b])
+
+  @tf.function(jit_compile=True, autograph=False)
+  def dense_step(d, w, b):
+    with tf.GradientTape() as tape:
+      tape.watch([d, w, b])
+      y = tf.nn.conv2d(d[None], w, 1, "VALID")[0] + b
+      loss = tf.reduce_sum(y * y)
+    return tape.gradient(loss, [d, w, b])
+
+  args = [tf.constant(v) for v in (x.M, x.ground_state)] + [w, b, tf.constant(x.H)]
+  d = tf.constant(dense)
+  return (lambda: [t.numpy() for t in sparse(*args)],
+          lambda: [t.numpy() for t in dense_step(d, w, b)])
+
+
+def compare_dense(shape, f, n_out, fractions, repeats, seed=0) -> list[dict]:
+  """Sparse layer vs dense convolution, forward + backward, per active fraction."""
+  rng = np.random.default_rng(seed)
+  weights = (rng.standard_normal((f, f, shape[2], n_out)).astype(np.float32) * 0.1,
+             rng.standard_normal(n_out).astype(np.float32))
+  results = []
+  for fraction in fractions:
+    x = _sites(rng, shape, fraction)
+    book = rulebook.build(cg.numpy.xp, x.H, x.n_valid, x.dense_shape, f,
+                          rulebook.safe_capacity(x.capacity, x.dense_shape, f))
+    capacity = int(book.n_out)
+    dense = x.to_dense()
+    fns = {}
+    for name, steps in (("jax", _jax_layer_steps), ("tensorflow", _tf_layer_steps)):
+      fns[f"{name}_sparse"], fns[f"{name}_dense"] = steps(x, weights, f, capacity, dense)
+    times = _median_times(fns, repeats)
+    results.append({
+        "shape": list(shape), "f": f, "n_out": n_out, "fraction": fraction,
+        "active": int(x.n_valid), "output_sites": capacity, "seconds": times,
+        "speedup": {name: times[f"{name}_dense"] / times[f"{name}_sparse"]
+                    for name in ("jax", "tensorflow")}})
+  return results
+
+
+def break_even(results: list[dict], name: str) -> str:
+  """Active fraction where sparse and dense take equally long (log-log interpolation)."""
+  points = [(r["fraction"], r["speedup"][name]) for r in results]
+  for (f0, s0), (f1, s1) in zip(points, points[1:]):
+    if s0 >= 1.0 >= s1:
+      t = np.log(s0) / (np.log(s0) - np.log(s1)) if s0 != s1 else 0.0
+      return f"{np.exp(np.log(f0) + t * (np.log(f1) - np.log(f0))):.1%}"
+  if all(s >= 1.0 for _, s in points):
+    return f"> {points[-1][0]:.0%}"
+  return f"< {points[0][0]:.0%}"
+
+
+def _environment() -> dict:
+  import jax  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return {"python": sys.version.split()[0], "platform": platform.platform(),
+          "processor": platform.processor() or platform.machine(),
+          "cpu_count": os.cpu_count(), "numpy": np.__version__,
+          "tensorflow": tf.__version__, "jax": jax.__version__,
+          "jax_devices": [str(d) for d in jax.devices()],
+          "tensorflow_devices": cg.tensorflow.devices()}
+
+
+def main(argv=None) -> dict:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
+  parser.add_argument("--repeats", type=int, default=9)
+  parser.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.05, 0.2])
+  parser.add_argument("--json", default=os.path.join("out", "sparse_conv.json"))
+  args = parser.parse_args(argv)
+  if args.quick:
+    loops = [compare_loops((24, 24, 3), 5, fraction, 3) for fraction in args.fractions]
+    dense = compare_dense((48, 48, 4), 3, 4, args.fractions, 3)
+  else:
+    loops = [compare_loops((128, 128, 3), 5, fraction, args.repeats)
+             for fraction in args.fractions]
+    dense = compare_dense((512, 512, 16), 3, 16, args.fractions, args.repeats)
+  report = {"loops": loops, "dense": dense,
+            "break_even": {name: break_even(dense, name) for name in ("jax", "tensorflow")},
+            "environment": _environment()}
+  _print(report)
+  os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+  with open(args.json, "w") as out:
+    json.dump(report, out, indent=2)
+  print(f"wrote {args.json}")
+  return report
+
+
+def _ratio(value: float) -> str:
+  return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x"
+
+
+def _print(report: dict):
+  loops = report["loops"]
+  print(f"\nsparse_q vs seed 001 loops: {tuple(loops[0]['shape'])}, f={loops[0]['f']}")
+  print(f"{'active':>8}{'sites':>7}{'out':>7}{'':>12}{'forward ms':>12}{'x loops':>9}"
+        f"{'backward ms':>13}{'x loops':>9}")
+  for r in loops:
+    for name in ("loops", "numpy", "jax", "tensorflow"):
+      fwd, bwd = r["seconds"][f"{name}_forward"], r["seconds"][f"{name}_backward"]
+      ratio = lambda part, r=r, name=name: (
+          "" if name == "loops" else _ratio(r["speedup"][f"{name}_{part}"]))
+      print(f"{r['fraction']:8.0%}{r['active']:7d}{r['output_sites']:7d}{name:>12}"
+            f"{fwd * 1e3:12.2f}{ratio('forward'):>9}{bwd * 1e3:13.2f}{ratio('backward'):>9}")
+  dense = report["dense"]
+  print(f"\nsparse_conv2d vs dense conv, forward+backward: {tuple(dense[0]['shape'])}, "
+        f"f={dense[0]['f']}, n_out={dense[0]['n_out']}")
+  print(f"{'active':>8}{'out sites':>11}{'framework':>12}{'sparse ms':>11}{'dense ms':>10}"
+        f"{'speedup':>9}")
+  for r in dense:
+    for name in ("jax", "tensorflow"):
+      print(f"{r['fraction']:8.0%}{r['output_sites']:11d}{name:>12}"
+            f"{r['seconds'][f'{name}_sparse'] * 1e3:11.2f}"
+            f"{r['seconds'][f'{name}_dense'] * 1e3:10.2f}{r['speedup'][name]:8.2f}x")
+  print("break-even active fraction: " + ", ".join(
+      f"{k} {v}" for k, v in report["break_even"].items()))
+
+
+if __name__ == "__main__":
+  main()
