@@ -35,20 +35,23 @@ XLA_MODES = MODES[:2]
 NO_BASELINE = "no hand-written baseline"
 
 
-def _as_tuple(outputs) -> tuple:
+def as_tuple(outputs) -> tuple:
   return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
 
 
-def jax_step(fn: Callable[..., Any], diff: Sequence[int]):
-  """jit(gradient of sum(fn(*args) * w) with respect to args[diff])."""
+def jax_step(fn: Callable[..., Any], diff: Sequence[int], jit: bool = True):
+  """(jit of) the gradient of sum(fn(*args) * w) with respect to args[diff]."""
   def loss(diff_args, args, weights):
     full = list(args)
     for i, x in zip(diff, diff_args):
       full[i] = x
-    return sum(jnp.sum(o * w) for o, w in zip(_as_tuple(fn(*full)), weights))
+    return sum(jnp.sum(o * w) for o, w in zip(as_tuple(fn(*full)), weights))
 
   grad = jax.grad(loss)
-  return jax.jit(lambda args, weights: grad([args[i] for i in diff], args, weights))
+  def step(args, weights):
+    return grad([args[i] for i in diff], args, weights)
+
+  return jax.jit(step) if jit else step
 
 
 def tf_step(fn: Callable[..., Any], diff: Sequence[int], jit_compile: bool):
@@ -57,7 +60,7 @@ def tf_step(fn: Callable[..., Any], diff: Sequence[int], jit_compile: bool):
     with tf.GradientTape() as tape:
       for i in diff:
         tape.watch(args[i])
-      outputs = _as_tuple(fn(*args))
+      outputs = as_tuple(fn(*args))
       loss = tf.add_n([tf.reduce_sum(o * w) for o, w in zip(outputs, weights)])
     return tape.gradient(loss, [args[i] for i in diff])
 
@@ -73,7 +76,7 @@ class Problem:
     self.inputs = baseline.inputs(elements, rng)
     self.elements = int(self.inputs[0].size)
     shapes = jax.eval_shape(baseline.jax, *self.inputs)
-    self.weights = [rng.standard_normal(s.shape).astype(s.dtype) for s in _as_tuple(shapes)]
+    self.weights = [rng.standard_normal(s.shape).astype(s.dtype) for s in as_tuple(shapes)]
     diff = self.op.diff_argnums
     fns = {"crossgrad": {"tf": cg.tensorflow.get(self.op, **baseline.params),
                          "jax": cg.jax.get(self.op, **baseline.params)},
@@ -191,19 +194,10 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
   return payload
 
 
-def add_common_flags(parser: argparse.ArgumentParser, name: str):
-  parser.add_argument("--quick", action="store_true", help="Smallest sizes, few repeats.")
-  parser.add_argument("--json", default=f"out/{name}.json", help="Where to write the JSON.")
-
-
-def _ints(text: str) -> list[int]:
-  return [int(float(v)) for v in text.split(",") if v]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip())
-  add_common_flags(parser, "overhead")
-  parser.add_argument("--sizes", type=_ints, default=None,
+  timing.add_common_flags(parser, "overhead")
+  parser.add_argument("--sizes", type=timing.parse_ints, default=None,
                       help="Comma-separated element counts (default 1e3,1e6,16e6).")
   parser.add_argument("--ops", default=None, help="Comma-separated op names (default all).")
   parser.add_argument("--budget_s", type=float, default=None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -48,6 +49,15 @@ def calibrated_medians(candidates: Mapping[str, Callable[[], Any]], budget_s: fl
   per_round = slowest * number * len(candidates)
   repeats = int(min(max_repeats, max(min_repeats, budget_s / max(per_round, 1e-9))))
   return interleaved_medians(candidates, repeats, warmup=0, number=number), repeats
+
+
+def add_common_flags(parser: argparse.ArgumentParser, name: str):
+  parser.add_argument("--quick", action="store_true", help="Smallest sizes, few repeats.")
+  parser.add_argument("--json", default=f"out/{name}.json", help="Where to write the JSON.")
+
+
+def parse_ints(text: str) -> list[int]:
+  return [int(float(v)) for v in text.split(",") if v]
 
 
 def _cpu_model() -> str:
