@@ -142,8 +142,17 @@ def compute_gradient_times(sizes: Sequence[int], cap_s: float, cap_bytes: int) -
           "largest_measured": measured[-1][0] if measured else None}
 
 
+def settings(quick: bool) -> dict:
+  """run()'s arguments for a full or a quick run (no framework imports, no full check)."""
+  if quick:
+    return {"sizes": QUICK_SIZES, "repeats": 1, "frameworks": False, "full_check": False,
+            "cap_s": 2.0}
+  return {"sizes": SIZES, "repeats": 5, "frameworks": True, "full_check": True, "cap_s": 20.0}
+
+
 def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
-        full_check: bool = True, cap_s: float = 20.0, cap_bytes: int = 2 << 30, json_path: str | None = None) -> dict:
+        full_check: bool = True, cap_s: float = 20.0, cap_bytes: int = 2 << 30,
+        json_path: str | None = None) -> dict:
   """Runs the benchmark, prints its tables, writes JSON; returns the JSON payload."""
   rows = import_rows(repeats, frameworks)
   rows.append(directional_row(min(1_000_000, max(sizes)), max(repeats, 3)))
@@ -194,9 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="Elements for the leaky_relu scaling (default 1e3,1e6,16e6).")
   parser.add_argument("--repeats", type=int, default=None, help="Import repetitions.")
   args = parser.parse_args(argv)
-  payload = run(args.sizes or (QUICK_SIZES if args.quick else SIZES),
-                repeats=args.repeats or (1 if args.quick else 5), frameworks=not args.quick,
-                full_check=not args.quick, cap_s=2.0 if args.quick else 20.0, json_path=args.json)
+  kwargs = settings(args.quick)
+  kwargs.update({k: v for k, v in (("sizes", args.sizes), ("repeats", args.repeats)) if v})
+  payload = run(json_path=args.json, **kwargs)
   return 0 if payload["cross_check_ok"] else 1
 
 

@@ -58,6 +58,13 @@ def _candidates(problem: overhead.Problem, baseline: handwritten.Baseline):
   return result
 
 
+def settings(quick: bool) -> dict:
+  """run()'s arguments for a full or a quick run."""
+  if quick:
+    return {"budget_s": 0.1, "min_repeats": 3}
+  return {"budget_s": 1.0, "min_repeats": 9}
+
+
 def run(elements: int = ELEMENTS, ops: Sequence[str] | None = None, budget_s: float = 1.0,
         min_repeats: int = 9, json_path: str | None = None) -> dict:
   """Runs the benchmark, prints its table, writes JSON; returns the JSON payload."""
@@ -96,9 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   parser.add_argument("--elements", type=int, default=ELEMENTS, help="Input size.")
   parser.add_argument("--ops", default=None, help="Comma-separated op names (default all).")
   args = parser.parse_args(argv)
-  run(args.elements, args.ops.split(",") if args.ops else None,
-      budget_s=0.1 if args.quick else 1.0, min_repeats=3 if args.quick else 9,
-      json_path=args.json)
+  run(args.elements, args.ops.split(",") if args.ops else None, json_path=args.json,
+      **settings(args.quick))
   return 0
 
 

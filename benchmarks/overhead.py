@@ -147,10 +147,22 @@ def _structure_rows(problem: Problem, name: str) -> list[tuple]:
   return rows
 
 
+def settings(quick: bool) -> dict:
+  """run()'s arguments for a full or a quick run."""
+  if quick:
+    return {"sizes": QUICK_SIZES, "budget_s": 0.2, "min_repeats": 3}
+  return {"sizes": SIZES, "budget_s": 2.0, "min_repeats": 7}
+
+
 def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s: float = 2.0,
-        min_repeats: int = 7, hlo_size: int = HLO_SIZE, json_path: str | None = None) -> dict:
-  """Runs the benchmark, prints its tables, writes JSON; returns the JSON payload."""
+        min_repeats: int = 7, json_path: str | None = None) -> dict:
+  """Runs the benchmark, prints its tables, writes JSON; returns the JSON payload.
+
+  The structure is compared at `HLO_SIZE` elements if that is among ``sizes``, else at
+  the smallest size.
+  """
   names = list(ops) if ops else cg.names()
+  hlo_size = HLO_SIZE if HLO_SIZE in sizes else min(sizes)
   rows, structure_rows = [], []
   missing = [n for n in names if n not in handwritten.BASELINES]
   for name in names:
@@ -163,9 +175,6 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
       if size == hlo_size:
         structure_rows.extend(_structure_rows(problem, name))
       del problem
-  if not structure_rows and names != missing:  # hlo_size not among the timed sizes.
-    for name in [n for n in names if n not in missing]:
-      structure_rows.extend(_structure_rows(Problem(handwritten.BASELINES[name], hlo_size), name))
   header = ("op", "elements", "mode", "crossgrad ms", "hand-written ms", "ratio", "repeats")
   structure_header = ("op", "elements", "program", "instructions cg", "instructions hand",
                 "fusions cg", "fusions hand", "same structure")
@@ -203,11 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
   parser.add_argument("--budget_s", type=float, default=None,
                       help="Seconds of timing per op, size and mode.")
   args = parser.parse_args(argv)
-  sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
-  run(sizes, args.ops.split(",") if args.ops else None,
-      budget_s=args.budget_s or (0.2 if args.quick else 2.0),
-      min_repeats=3 if args.quick else 7,
-      hlo_size=sizes[0] if args.quick else HLO_SIZE, json_path=args.json)
+  kwargs = settings(args.quick)
+  kwargs.update({k: v for k, v in (("sizes", args.sizes), ("budget_s", args.budget_s)) if v})
+  run(ops=args.ops.split(",") if args.ops else None, json_path=args.json, **kwargs)
   return 0
 
 

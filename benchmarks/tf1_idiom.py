@@ -56,6 +56,13 @@ def py_func_leaky_relu(numpy_backward: bool):
   return op
 
 
+def settings(quick: bool) -> dict:
+  """run()'s arguments for a full or a quick run."""
+  if quick:
+    return {"sizes": QUICK_SIZES, "budget_s": 0.3, "min_repeats": 3}
+  return {"sizes": SIZES, "budget_s": 3.0, "min_repeats": 9}
+
+
 def run(sizes: Sequence[int] = SIZES, budget_s: float = 3.0, min_repeats: int = 9,
         json_path: str | None = None) -> dict:
   """Runs the benchmark, prints its table, writes JSON; returns the JSON payload."""
@@ -96,9 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
   parser.add_argument("--sizes", type=timing.parse_ints, default=None,
                       help="Comma-separated element counts (default 1e3,1e6).")
   args = parser.parse_args(argv)
-  run(args.sizes or (QUICK_SIZES if args.quick else SIZES),
-      budget_s=0.3 if args.quick else 3.0, min_repeats=3 if args.quick else 9,
-      json_path=args.json)
+  kwargs = settings(args.quick)
+  if args.sizes:
+    kwargs["sizes"] = args.sizes
+  run(json_path=args.json, **kwargs)
   return 0
 
 

@@ -38,7 +38,8 @@ def calibrated_medians(candidates: Mapping[str, Callable[[], Any]], budget_s: fl
                        sample_s: float = 2e-3) -> tuple[dict[str, float], int]:
   """Interleaved medians with calls batched to ``sample_s`` per sample and as many
   repeats as fit ``budget_s`` (within the bounds); returns medians and the repeat count."""
-  for fn in candidates.values():  # Warm-up (compilation), then one timed call each.
+  for fn in candidates.values():  # Warm-up (compilation, caches), then one timed call each.
+    fn()
     fn()
   slowest = 0.0
   for fn in candidates.values():
