@@ -32,7 +32,7 @@ SIZES = (1_000, 1_000_000, 16_000_000)
 QUICK_SIZES = (1_000,)
 IMPORTS = (("crossgrad", "numpy"), ("crossgrad; crossgrad.tensorflow", "tensorflow"),
            ("crossgrad; crossgrad.jax", "jax"))
-PROBE_START = 64  # compute_gradient probes sizes 64, 256, 1024, ... (and the asked sizes).
+PROBE_START = 64  # compute_gradient's smallest probe.
 
 
 def _import_seconds(statement: str) -> float:
@@ -122,22 +122,28 @@ def jacobian_bytes(size: int) -> int:
 
 
 def compute_gradient_times(sizes: Sequence[int], cap_s: float, cap_bytes: int) -> dict:
-  """``{size: (seconds, measured?)}``: measured while feasible, then extrapolated with the
-  growth exponent of the last two measurements (at least linear, so an estimate is a
-  lower bound when it grows faster)."""
-  probes = sorted(set(sizes) | {PROBE_START * 4 ** k for k in range(12)
-                                if PROBE_START * 4 ** k <= max(sizes)})
-  measured, exponent, result = [], 1.0, {}
-  for size in probes:
+  """``{size: (seconds, measured?)}`` for the asked sizes and a ladder of probes.
+
+  Probes 64, 256, ... below the smallest asked size, then that size times 4, 16, ...,
+  measuring while the predicted time and the Jacobians' memory fit the caps; the first
+  probe that does not fit and every larger asked size get an estimate, extrapolated
+  with the growth exponent of the last two measurements (at least linear, so a lower
+  bound when the cost grows faster).
+  """
+  smallest, largest = min(sizes), max(sizes)
+  ladder = ({PROBE_START * 4 ** k for k in range(16) if PROBE_START * 4 ** k < smallest}
+            | {smallest * 4 ** k for k in range(16) if smallest * 4 ** k <= largest})
+  measured, exponent, result, stopped = [], 1.0, {}, False
+  for size in sorted(ladder | set(sizes)):
     if len(measured) >= 2:
       (n0, t0), (n1, t1) = measured[-2:]
       exponent = max(1.0, math.log(t1 / t0) / math.log(n1 / n0))
     predicted = measured[-1][1] * (size / measured[-1][0]) ** exponent if measured else 0.0
-    if predicted <= cap_s and jacobian_bytes(size) <= cap_bytes:
+    if not stopped and predicted <= cap_s and jacobian_bytes(size) <= cap_bytes:
       measured.append((size, _compute_gradient_seconds(size)))
       result[size] = (measured[-1][1], True)
-    else:
-      result[size] = (predicted, False)
+    elif not stopped or size in sizes:
+      result[size], stopped = (predicted, False), True
   return {"times": result, "exponent": exponent,
           "largest_measured": measured[-1][0] if measured else None}
 

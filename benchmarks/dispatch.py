@@ -16,24 +16,11 @@ import sys
 from typing import Sequence
 
 import jax
-import numpy as np
-import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten, overhead, timing
 
 ELEMENTS = 64
-
-
-def _eager_tf_step(fn, diff):
-  def step(args, weights):
-    with tf.GradientTape() as tape:
-      for i in diff:
-        tape.watch(args[i])
-      outputs = overhead.as_tuple(fn(*args))
-      loss = tf.add_n([tf.reduce_sum(o * w) for o, w in zip(outputs, weights)])
-    return tape.gradient(loss, [args[i] for i in diff])
-  return step
 
 
 def _candidates(problem: overhead.Problem, baseline: handwritten.Baseline):
@@ -45,7 +32,7 @@ def _candidates(problem: overhead.Problem, baseline: handwritten.Baseline):
   tf_args, jax_args = problem.tf_args, problem.jax_args
   result = {}
   for who, (tf_fn, jax_fn) in fns.items():
-    tf_step = _eager_tf_step(tf_fn, diff)
+    tf_step = overhead.tf_step(tf_fn, diff, eager=True)
     jax_step = overhead.jax_step(jax_fn, diff, jit=False)
     result.setdefault(("tensorflow eager", "forward"), {})[who] = (
         lambda f=tf_fn: f(*tf_args[0]))

@@ -48,14 +48,16 @@ def jax_step(fn: Callable[..., Any], diff: Sequence[int], jit: bool = True):
     return sum(jnp.sum(o * w) for o, w in zip(as_tuple(fn(*full)), weights))
 
   grad = jax.grad(loss)
+
   def step(args, weights):
     return grad([args[i] for i in diff], args, weights)
 
   return jax.jit(step) if jit else step
 
 
-def tf_step(fn: Callable[..., Any], diff: Sequence[int], jit_compile: bool):
-  """tf.function(gradient of sum(fn(*args) * w) with respect to args[diff])."""
+def tf_step(fn: Callable[..., Any], diff: Sequence[int], jit_compile: bool = False,
+            eager: bool = False):
+  """(tf.function of) the gradient of sum(fn(*args) * w) with respect to args[diff]."""
   def step(args, weights):
     with tf.GradientTape() as tape:
       for i in diff:
@@ -64,7 +66,7 @@ def tf_step(fn: Callable[..., Any], diff: Sequence[int], jit_compile: bool):
       loss = tf.add_n([tf.reduce_sum(o * w) for o, w in zip(outputs, weights)])
     return tape.gradient(loss, [args[i] for i in diff])
 
-  return tf.function(step, jit_compile=jit_compile, autograph=False)
+  return step if eager else tf.function(step, jit_compile=jit_compile, autograph=False)
 
 
 class Problem:
@@ -151,11 +153,11 @@ def settings(quick: bool) -> dict:
   """run()'s arguments for a full or a quick run."""
   if quick:
     return {"sizes": QUICK_SIZES, "budget_s": 0.2, "min_repeats": 3}
-  return {"sizes": SIZES, "budget_s": 2.0, "min_repeats": 7}
+  return {"sizes": SIZES, "budget_s": 2.0, "min_repeats": 15}
 
 
 def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s: float = 2.0,
-        min_repeats: int = 7, json_path: str | None = None) -> dict:
+        min_repeats: int = 15, json_path: str | None = None) -> dict:
   """Runs the benchmark, prints its tables, writes JSON; returns the JSON payload.
 
   The structure is compared at `HLO_SIZE` elements if that is among ``sizes``, else at
