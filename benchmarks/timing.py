@@ -53,11 +53,13 @@ def calibrated_medians(candidates: Mapping[str, Callable[[], Any]], budget_s: fl
 
 
 def add_common_flags(parser: argparse.ArgumentParser, name: str):
+  """``--quick`` and ``--json`` (default ``out/<name>.json``), shared by the benchmarks."""
   parser.add_argument("--quick", action="store_true", help="Smallest sizes, few repeats.")
   parser.add_argument("--json", default=f"out/{name}.json", help="Where to write the JSON.")
 
 
 def parse_ints(text: str) -> list[int]:
+  """``"1e3,1000000"`` -> ``[1000, 1000000]``."""
   return [int(float(v)) for v in text.split(",") if v]
 
 
