@@ -86,7 +86,7 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
 
   def call(*inputs):
     validation.check_input_count(op, NAME, inputs)
-    arrays = [jnp.asarray(x) for x in inputs]
+    arrays = [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in inputs]
     validation.check_inputs(op, NAME, [spec_of(x) for x in arrays], params)
     return core(*arrays)
 

@@ -1,39 +1,66 @@
-r"""What checking costs: `import crossgrad`, the full cross-check, a 1M-element directional check.
+r"""What checking costs: imports, the full cross-check, and how checking one op scales.
 
-  python -m crossgrad.benchmarks.check_cost --json=out/check_cost.json
+  python -m crossgrad.benchmarks.check_cost [--quick] [--sizes=1000,1000000,16000000]
 
-Baselines measured in the same run: `import numpy` for the import, one reference
-forward + VJP for the directional check (so its cost reads in forward+backward passes).
+Baselines measured in the same run: `import numpy` / `import tensorflow` / `import jax`
+for the imports (fresh interpreters, interleaved); one reference forward + VJP for the
+1M-element directional check (so its cost reads in forward+backward passes); framework
+start-up for the full cross-check; and `tf.test.compute_gradient` (dense theoretical and
+numerical Jacobians) for `cross_check(["leaky_relu"], inputs=[x])` at each size. Where
+`compute_gradient` is not feasible (its two float64 n x n Jacobians outgrow the memory cap,
+or it would run past the time cap) its time is extrapolated from the sizes it ran at and
+marked ``estimated``.
 """
 
-import os
+from __future__ import annotations
+
+import argparse
+import collections
+import math
 import subprocess
 import sys
 import time
+from typing import Sequence
 
 import numpy as np
-from absl import app
-from absl import flags
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
 from crossgrad.registry import finite_diff
 
-_JSON = flags.DEFINE_string("json", "out/check_cost.json", "Where to write the JSON.")
-_REPEATS = flags.DEFINE_integer("repeats", 7, "Timed repetitions (medians are reported).")
-_SIZE = flags.DEFINE_integer("size", 1_000_000, "Elements in the directional check.")
+SIZES = (1_000, 1_000_000, 16_000_000)
+QUICK_SIZES = (1_000,)
+IMPORTS = (("crossgrad", "numpy"), ("crossgrad; crossgrad.tensorflow", "tensorflow"),
+           ("crossgrad; crossgrad.jax", "jax"))
+PROBE_START = 64  # compute_gradient's smallest probe.
 
 
-def _import_seconds(module: str) -> float:
-  code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+def _import_seconds(statement: str) -> float:
+  code = f"import time; t = time.perf_counter(); import {statement}; print(time.perf_counter() - t)"
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-  return float(out.stdout)
+  return float(out.stdout.strip().splitlines()[-1])
 
 
-def _leaky_relu_problem(size: int):
+def import_rows(repeats: int, frameworks: bool = True) -> list[tuple]:
+  """`import crossgrad` (and its framework backends) against the bare imports."""
+  rows = []
+  for ours, theirs in IMPORTS if frameworks else IMPORTS[:1]:
+    samples = {ours: [], theirs: []}
+    for _ in range(repeats):  # Interleaved, fresh interpreters.
+      for statement in samples:
+        samples[statement].append(_import_seconds(statement))
+    ours_s, theirs_s = (float(np.median(samples[s])) for s in (ours, theirs))
+    rows.append((f"import {ours}", ours_s, f"import {theirs}", theirs_s, ours_s / theirs_s))
+  return rows
+
+
+def leaky_relu_inputs(size: int, seed: int = 0) -> np.ndarray:
+  z = np.random.default_rng(seed).standard_normal(size)
+  return z + 0.05 * np.sign(z)  # Off the kink at 0, so finite differences are clean.
+
+
+def directional_row(size: int, repeats: int) -> tuple:
   op = cg.get("leaky_relu")
-  z = np.random.default_rng(0).standard_normal(size)
-  x = z + 0.05 * np.sign(z)
 
   def f(inputs):
     return [cg.numpy.get(op)(*inputs)]
@@ -41,29 +68,16 @@ def _leaky_relu_problem(size: int):
   def vjp(inputs, cotangents):
     return list(cg.numpy.vjp(op, *inputs)[1](cotangents[0]))
 
-  return f, vjp, [x]
-
-
-def main(argv):
-  del argv
-  rows = []
-  imports = {"numpy": [], "crossgrad": []}
-  for _ in range(_REPEATS.value):  # Interleaved, fresh interpreters.
-    for module in imports:
-      imports[module].append(_import_seconds(module))
-  numpy_s, crossgrad_s = (float(np.median(imports[m])) for m in ("numpy", "crossgrad"))
-  rows.append(("import crossgrad", crossgrad_s, "import numpy", numpy_s, crossgrad_s / numpy_s))
-
-  f, vjp, inputs = _leaky_relu_problem(_SIZE.value)
-  rng = np.random.default_rng(1)
+  inputs, rng = [leaky_relu_inputs(size)], np.random.default_rng(1)
   medians = timing.interleaved_medians({
       "forward+vjp": lambda: vjp(inputs, f(inputs)),
       "directional": lambda: finite_diff.directional_error(f, vjp, inputs, rng),
-  }, _REPEATS.value)
-  rows.append((f"directional check, {_SIZE.value:,} elements", medians["directional"],
-               "one forward+VJP", medians["forward+vjp"],
-               medians["directional"] / medians["forward+vjp"]))
+  }, repeats)
+  return (f"directional check, {size:,} elements", medians["directional"], "one forward+VJP",
+          medians["forward+vjp"], medians["directional"] / medians["forward+vjp"])
 
+
+def full_check_row() -> tuple:
   start = time.perf_counter()
   cg.cross_check(cg.names()[:1], backends=["tensorflow", "jax"], dtypes=["float32"],
                  modes=["eager"])  # Imports and initialises both frameworks.
@@ -71,15 +85,135 @@ def main(argv):
   start = time.perf_counter()
   report = cg.cross_check()
   total = time.perf_counter() - start
-  per_row = total / len(report.rows)
-  rows.append((f"cross-check, {len(cg.names())} built-in ops, {len(report.rows)} checks", total,
-               "framework start-up", warmup, total / warmup))
-  os.makedirs(os.path.dirname(_JSON.value) or ".", exist_ok=True)
-  timing.emit("crossgrad check cost (seconds; ratio = measured / baseline)",
-              ("what", "seconds", "baseline", "baseline s", "ratio"), rows, _JSON.value,
-              {"cross_check_ok": report.ok, "seconds_per_check": per_row})
-  return 0 if report.ok else 1
+  return (f"cross-check, {len(cg.names())} built-in ops, {len(report.rows)} checks", total,
+          "framework start-up", warmup, total / warmup), report.ok
+
+
+def scaling_rows(sizes: Sequence[int]) -> list[tuple]:
+  """`cross_check(["leaky_relu"], inputs=[x])` at each size, split by where time went."""
+  rows, n_params = [], len(cg.get("leaky_relu").param_sets)
+  cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(16)])  # Frameworks start up.
+  for size in sizes:
+    x = leaky_relu_inputs(size)
+    start = time.perf_counter()
+    report = cg.cross_check(["leaky_relu"], inputs=[x])
+    total = time.perf_counter() - start
+    spent = collections.Counter()
+    for row in report.rows:  # forward and vjp rows share one evaluation's seconds.
+      if row.check != "vjp":
+        spent[row.backend] += row.seconds
+    rows.append((size, len(report.rows), "ok" if report.ok else "FAIL", total, total / n_params,
+                 spent["numpy"], spent["tensorflow"], spent["jax"],
+                 total - sum(spent.values())))
+    del x, report
+  return rows
+
+
+def _compute_gradient_seconds(size: int) -> float:
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  fn, x = cg.tensorflow.get("leaky_relu"), tf.constant(leaky_relu_inputs(size))
+  start = time.perf_counter()
+  tf.test.compute_gradient(fn, [x])
+  return time.perf_counter() - start
+
+
+def jacobian_bytes(size: int) -> int:
+  return 2 * size * size * 8  # Theoretical and numerical float64 Jacobians.
+
+
+def compute_gradient_times(sizes: Sequence[int], cap_s: float, cap_bytes: int) -> dict:
+  """``{size: (seconds, measured?)}`` for the asked sizes and a ladder of probes.
+
+  Probes 64, 256, ... below the smallest asked size, then that size times 4, 16, ...,
+  measuring while the predicted time and the Jacobians' memory fit the caps; the first
+  probe that does not fit and every larger asked size get an estimate, extrapolated
+  with the growth exponent of the last two measurements (at least linear, so a lower
+  bound when the cost grows faster).
+  """
+  smallest, largest = min(sizes), max(sizes)
+  ladder = ({PROBE_START * 4 ** k for k in range(16) if PROBE_START * 4 ** k < smallest}
+            | {smallest * 4 ** k for k in range(16) if smallest * 4 ** k <= largest})
+  measured, exponent, result, stopped = [], 1.0, {}, False
+  for size in sorted(ladder | set(sizes)):
+    if len(measured) >= 2:
+      (n0, t0), (n1, t1) = measured[-2:]
+      exponent = max(1.0, math.log(t1 / t0) / math.log(n1 / n0))
+    predicted = measured[-1][1] * (size / measured[-1][0]) ** exponent if measured else 0.0
+    if not stopped and predicted <= cap_s and jacobian_bytes(size) <= cap_bytes:
+      measured.append((size, _compute_gradient_seconds(size)))
+      result[size] = (measured[-1][1], True)
+    elif not stopped or size in sizes:
+      result[size], stopped = (predicted, False), True
+  return {"times": result, "exponent": exponent,
+          "largest_measured": measured[-1][0] if measured else None}
+
+
+def settings(quick: bool) -> dict:
+  """run()'s arguments for a full or a quick run (no framework imports, no full check)."""
+  if quick:
+    return {"sizes": QUICK_SIZES, "repeats": 1, "frameworks": False, "full_check": False,
+            "cap_s": 2.0}
+  return {"sizes": SIZES, "repeats": 5, "frameworks": True, "full_check": True, "cap_s": 20.0}
+
+
+def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
+        full_check: bool = True, cap_s: float = 20.0, cap_bytes: int = 2 << 30,
+        json_path: str | None = None) -> dict:
+  """Runs the benchmark, prints its tables, writes JSON; returns the JSON payload."""
+  rows = import_rows(repeats, frameworks)
+  rows.append(directional_row(min(1_000_000, max(sizes)), max(repeats, 3)))
+  full_ok = True
+  if full_check:
+    full_row, full_ok = full_check_row()
+    rows.append(full_row)
+  scaling = scaling_rows(sizes)
+  gradient = compute_gradient_times(sizes, cap_s, cap_bytes)
+  for size, _, _, total, *_ in scaling:
+    seconds, measured = gradient["times"][size]
+    how = "" if measured else f" (estimated; {jacobian_bytes(size) / 1e9:.3g} GB of Jacobians)"
+    rows.append((f"cross-check leaky_relu, {size:,} elements", total,
+                 f"tf.test.compute_gradient{how}", seconds, total / seconds))
+  header = ("what", "seconds", "baseline", "baseline s", "ratio")
+  scaling_header = ("elements", "checks", "status", "seconds", "per param set", "numpy fd s",
+                    "tensorflow s", "jax s", "reference+compare s")
+  gradient_header = ("elements", "compute_gradient s", "measured", "jacobians GB")
+  gradient_rows = [(n, s, "yes" if m else "no (estimated)", jacobian_bytes(n) / 1e9)
+                   for n, (s, m) in sorted(gradient["times"].items())]
+  timing.emit("crossgrad check cost (seconds; ratio = measured / baseline)", header, rows, None)
+  timing.emit("cross_check(['leaky_relu'], inputs=[x]) by size: both frameworks, every mode, "
+              "float32 and float64, both parameter sets", scaling_header, scaling, None)
+  timing.emit("tf.test.compute_gradient (TF only, float64, eager) by size", gradient_header,
+              gradient_rows, None)
+  print(f"compute_gradient ran up to {gradient['largest_measured']:,} elements (caps: "
+        f"{cap_s} s, {cap_bytes / 1e9:.3g} GB of Jacobians); larger sizes are estimates; "
+        f"its time grew as n^{gradient['exponent']:.2f}")
+  payload = {"title": "crossgrad check cost (seconds; ratio = measured / baseline)",
+             "cross_check_ok": full_ok and all(r[2] == "ok" for r in scaling),
+             "settings": {"sizes": list(sizes), "repeats": repeats, "frameworks": frameworks,
+                          "full_check": full_check, "cap_s": cap_s,
+                          "cap_bytes": cap_bytes},
+             "rows": [dict(zip(header, r)) for r in rows],
+             "scaling": [dict(zip(scaling_header, r)) for r in scaling],
+             "compute_gradient": [dict(zip(gradient_header, r)) for r in gradient_rows],
+             "compute_gradient_exponent": gradient["exponent"],
+             "compute_gradient_largest_measured": gradient["largest_measured"]}
+  if json_path:
+    timing.write_json(json_path, payload)
+  return payload
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip())
+  timing.add_common_flags(parser, "check_cost")
+  parser.add_argument("--sizes", type=timing.parse_ints, default=None,
+                      help="Elements for the leaky_relu scaling (default 1e3,1e6,16e6).")
+  parser.add_argument("--repeats", type=int, default=None, help="Import repetitions.")
+  args = parser.parse_args(argv)
+  kwargs = settings(args.quick)
+  kwargs.update({k: v for k, v in (("sizes", args.sizes), ("repeats", args.repeats)) if v})
+  payload = run(json_path=args.json, **kwargs)
+  return 0 if payload["cross_check_ok"] else 1
 
 
 if __name__ == "__main__":
-  app.run(main)
+  sys.exit(main())

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -13,23 +15,70 @@ import numpy as np
 
 
 def interleaved_medians(candidates: Mapping[str, Callable[[], Any]], repeats: int,
-                        warmup: int = 1) -> dict[str, float]:
-  """Median seconds of each callable, run round-robin so drift hits all alike."""
+                        warmup: int = 1, number: int = 1) -> dict[str, float]:
+  """Median seconds per call of each callable, run round-robin so drift hits all alike
+  (each sample times ``number`` calls)."""
   for fn in candidates.values():
     for _ in range(warmup):
       fn()
   samples = {name: [] for name in candidates}
+  order = list(candidates.items())
   for _ in range(repeats):
-    for name, fn in candidates.items():
+    for name, fn in order:
       start = time.perf_counter()
-      fn()
-      samples[name].append(time.perf_counter() - start)
+      for _ in range(number):
+        fn()
+      samples[name].append((time.perf_counter() - start) / number)
+    order.reverse()  # Alternate who goes first, so neither always runs on a warm cache.
   return {name: statistics.median(values) for name, values in samples.items()}
 
 
+def calibrated_medians(candidates: Mapping[str, Callable[[], Any]], budget_s: float,
+                       min_repeats: int = 5, max_repeats: int = 200,
+                       sample_s: float = 2e-3) -> tuple[dict[str, float], int]:
+  """Interleaved medians with calls batched to ``sample_s`` per sample and as many
+  repeats as fit ``budget_s`` (within the bounds); returns medians and the repeat count."""
+  for fn in candidates.values():  # Warm-up (compilation, caches), then one timed call each.
+    fn()
+    fn()
+  slowest = 0.0
+  for fn in candidates.values():
+    start = time.perf_counter()
+    fn()
+    slowest = max(slowest, time.perf_counter() - start)
+  number = max(1, int(sample_s / max(slowest, 1e-9)))
+  per_round = slowest * number * len(candidates)
+  repeats = int(min(max_repeats, max(min_repeats, budget_s / max(per_round, 1e-9))))
+  return interleaved_medians(candidates, repeats, warmup=0, number=number), repeats
+
+
+def add_common_flags(parser: argparse.ArgumentParser, name: str):
+  """``--quick`` and ``--json`` (default ``out/<name>.json``), shared by the benchmarks."""
+  parser.add_argument("--quick", action="store_true", help="Smallest sizes, few repeats.")
+  parser.add_argument("--json", default=f"out/{name}.json", help="Where to write the JSON.")
+
+
+def parse_ints(text: str) -> list[int]:
+  """``"1e3,1000000"`` -> ``[1000, 1000000]``."""
+  return [int(float(v)) for v in text.split(",") if v]
+
+
+def _cpu_model() -> str:
+  try:
+    with open("/proc/cpuinfo") as f:
+      return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
+                  "")
+  except OSError:
+    return ""
+
+
 def environment() -> dict[str, Any]:
+  """The machine, its load and the library versions loaded in this process."""
   env = {"python": sys.version.split()[0], "platform": platform.platform(),
-         "processor": platform.processor() or platform.machine(), "numpy": np.__version__}
+         "processor": _cpu_model() or platform.processor() or platform.machine(),
+         "cpus": os.cpu_count(), "numpy": np.__version__}
+  if hasattr(os, "getloadavg"):
+    env["load_average_1m"] = os.getloadavg()[0]
   for name in ("tensorflow", "jax", "jaxlib"):
     module = sys.modules.get(name)
     if module is not None:
@@ -46,10 +95,16 @@ def emit(title: str, header: tuple[str, ...], rows: list[tuple], path: str | Non
   for row in cells:
     print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
   if path:
-    with open(path, "w") as f:
-      json.dump({"title": title, "environment": environment(), **(extra or {}),
-                 "rows": [dict(zip(header, row)) for row in rows]}, f, indent=2)
-    print(f"wrote {path}")
+    write_json(path, {"title": title, **(extra or {}),
+                      "rows": [dict(zip(header, row)) for row in rows]})
+
+
+def write_json(path: str, payload: Mapping[str, Any]):
+  """Writes ``payload`` with the environment added, creating the folder."""
+  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+  with open(path, "w") as f:
+    json.dump({"environment": environment(), **payload}, f, indent=2)
+  print(f"wrote {path}")
 
 
 def _fmt(value: Any) -> str:

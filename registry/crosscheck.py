@@ -204,6 +204,7 @@ def cross_check(
     modes: Sequence[str] | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    inputs: Sequence[np.ndarray] | None = None,
 ) -> Report:
   """Cross-checks ops (names or `OpDef`s; default: every registered op).
 
@@ -219,6 +220,8 @@ def cross_check(
       backend has (TensorFlow: eager, graph, jit; JAX: eager, jit).
     seed: seeds the sampled inputs, cotangents and finite-difference directions.
     progress: called with a line of text as each group of checks starts.
+    inputs: arrays to check every op with instead of its ``sample`` (e.g. one op at a
+      chosen size).
 
   Returns:
     A `Report`; ``report.ok`` is True only if every row passed.
@@ -235,14 +238,15 @@ def cross_check(
       label = _params_label(params)
       say(f"[{index}/{len(opdefs)}] {op.name} {label}: finite differences")
       try:
-        inputs = _sample(op, seed, params)
+        op_inputs = (_sample(op, seed, params) if inputs is None
+                     else [np.asarray(x) for x in inputs])
       except Exception as e:  # pylint: disable=broad-except
         rows.append(Row(op.name, label, "numpy", "cpu:0", "-", "-", "sample", None, None,
                         False, _first_line(e)))
         continue
-      rows.extend(finite_difference_rows(op, params, inputs, seed))
+      rows.extend(finite_difference_rows(op, params, op_inputs, seed))
       for dtype in dtypes:
-        rows.extend(_dtype_rows(op, params, label, _cast_inputs(op, inputs, dtype), dtype,
+        rows.extend(_dtype_rows(op, params, label, _cast_inputs(op, op_inputs, dtype), dtype,
                                 reference, modules, devices, modes, seed, say))
   return Report(rows, time.perf_counter() - start, _environment(modules))
 

@@ -1,0 +1,174 @@
+"""The built-in ops written by hand with `tf.custom_gradient` and `jax.custom_vjp`: the
+baselines the benchmarks compare crossgrad against.
+
+One `Baseline` per registry op: adding an op to the benchmarks is one entry in
+`BASELINES`. Each baseline is what a user would write without crossgrad: the same forward
+and backward formulas, directly in TensorFlow and jax.numpy, with no validation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import tensorflow as tf
+
+FEATURES = 64  # Width of the matrix-shaped ops' inputs; rows = elements / FEATURES.
+CLASSES = 10  # center_loss's number of centers.
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+  """A registry op and its hand-written versions.
+
+  Attributes:
+    op: the registry name.
+    tensorflow: the op with `tf.custom_gradient`, same positional inputs as the op.
+    jax: the op with `jax.custom_vjp`.
+    inputs: ``inputs(elements, rng)``: float32 (and integer) NumPy inputs whose main
+      input has ``elements`` elements (rounded to whole rows for matrix ops).
+    params: static parameters the crossgrad op is built with (the defaults here).
+  """
+
+  op: str
+  tensorflow: Callable[..., Any]
+  jax: Callable[..., Any]
+  inputs: Callable[[int, np.random.Generator], tuple[np.ndarray, ...]]
+  params: dict = dataclasses.field(default_factory=dict)
+
+
+def _vector(elements, rng):
+  return (rng.standard_normal(elements, dtype=np.float32),)
+
+
+def _rows(elements):
+  return max(1, math.ceil(elements / FEATURES))
+
+
+# leaky_relu: where(x > 0, x, 0.2 x).
+@tf.custom_gradient
+def tf_leaky_relu(x):
+  return tf.where(x > 0, x, 0.2 * x), lambda g: tf.where(x > 0, g, 0.2 * g)
+
+
+@jax.custom_vjp
+def jax_leaky_relu(x):
+  return jnp.where(x > 0, x, 0.2 * x)
+
+
+jax_leaky_relu.defvjp(lambda x: (jax_leaky_relu(x), x),
+                      lambda x, g: (jnp.where(x > 0, g, 0.2 * g),))
+
+
+# custom_add: c + k with the seeds' gradient ((c + k + d) g, d g, (c + k) g).
+@tf.custom_gradient
+def tf_custom_add(c, k, d):
+  e = c + k
+  return e, lambda g: ((e + d) * g, d * g, e * g)
+
+
+def _add_bwd(res, g):
+  e, d = res
+  return (e + d) * g, d * g, e * g
+
+
+jax_custom_add = jax.custom_vjp(lambda c, k, d: c + k)
+jax_custom_add.defvjp(lambda c, k, d: (c + k, (c + k, d)), _add_bwd)
+
+
+def _three(elements, rng):
+  return tuple(rng.standard_normal(elements, dtype=np.float32) for _ in range(3))
+
+
+# ste_quantize: round(x / scale) * scale (scale = 1), straight-through gradient.
+@tf.custom_gradient
+def tf_ste_quantize(x):
+  return tf.round(x * 1.0) * 1.0, lambda g: g
+
+
+jax_ste_quantize = jax.custom_vjp(lambda x: jnp.round(x * 1.0) * 1.0)
+jax_ste_quantize.defvjp(lambda x: (jnp.round(x * 1.0) * 1.0, None), lambda _, g: (g,))
+
+
+# center_loss: 1/2 sum ||x_i - c[y_i]||^2; dx = g (x - c[y]), dc = the paper's update.
+@tf.custom_gradient
+def tf_center_loss(x, y, c):
+  one_hot = tf.one_hot(y, c.shape[0], dtype=x.dtype)
+  diff = x - tf.matmul(one_hot, c)
+
+  def grad(g):
+    counts = tf.reduce_sum(one_hot, axis=0)
+    delta_c = tf.matmul(one_hot, -diff, transpose_a=True) / (1.0 + counts)[:, None]
+    return g * diff, None, g * delta_c
+
+  return 0.5 * tf.reduce_sum(tf.square(diff)), grad
+
+
+def _center_fwd(x, y, c):
+  one_hot = jax.nn.one_hot(y, c.shape[0], dtype=x.dtype)
+  diff = x - one_hot @ c
+  return 0.5 * jnp.sum(jnp.square(diff)), (diff, one_hot, y)
+
+
+def _center_bwd(res, g):
+  diff, one_hot, y = res
+  counts = jnp.sum(one_hot, axis=0)
+  delta_c = (one_hot.T @ -diff) / (1.0 + counts)[:, None]
+  return g * diff, np.zeros(y.shape, jax.dtypes.float0), g * delta_c
+
+
+jax_center_loss = jax.custom_vjp(lambda x, y, c: _center_fwd(x, y, c)[0])
+jax_center_loss.defvjp(_center_fwd, _center_bwd)
+
+
+def _center_inputs(elements, rng):
+  m = _rows(elements)
+  return (rng.standard_normal((m, FEATURES), dtype=np.float32),
+          rng.integers(0, CLASSES, m, dtype=np.int32),
+          rng.standard_normal((CLASSES, FEATURES), dtype=np.float32))
+
+
+# positive_matmul: x @ relu(w)^T; dx = g @ relu(w), dw = g^T x where w > 0.
+@tf.custom_gradient
+def tf_positive_matmul(x, w):
+  positive = w > 0
+  w_pos = tf.where(positive, w, tf.zeros_like(w))
+
+  def grad(g):
+    dw = tf.matmul(g, x, transpose_a=True)
+    return tf.matmul(g, w_pos), tf.where(positive, dw, tf.zeros_like(dw))
+
+  return tf.matmul(x, w_pos, transpose_b=True), grad
+
+
+def _pm_fwd(x, w):
+  positive = w > 0
+  w_pos = jnp.where(positive, w, 0.0)
+  return x @ w_pos.T, (x, w_pos, positive)
+
+
+def _pm_bwd(res, g):
+  x, w_pos, positive = res
+  return g @ w_pos, jnp.where(positive, g.T @ x, 0.0)
+
+
+jax_positive_matmul = jax.custom_vjp(lambda x, w: _pm_fwd(x, w)[0])
+jax_positive_matmul.defvjp(_pm_fwd, _pm_bwd)
+
+
+def _matmul_inputs(elements, rng):
+  return (rng.standard_normal((_rows(elements), FEATURES), dtype=np.float32),
+          rng.standard_normal((FEATURES, FEATURES), dtype=np.float32))
+
+
+BASELINES = {b.op: b for b in (
+    Baseline("center_loss", tf_center_loss, jax_center_loss, _center_inputs),
+    Baseline("custom_add", tf_custom_add, jax_custom_add, _three),
+    Baseline("leaky_relu", tf_leaky_relu, jax_leaky_relu, _vector),
+    Baseline("positive_matmul", tf_positive_matmul, jax_positive_matmul, _matmul_inputs),
+    Baseline("ste_quantize", tf_ste_quantize, jax_ste_quantize, _vector),
+)}

@@ -1,0 +1,82 @@
+"""Every benchmark runs in its quick mode and writes well-formed JSON (no timing asserts)."""
+
+import json
+
+import numpy as np
+
+import crossgrad as cg
+from crossgrad.benchmarks import handwritten, hlo, run_all
+
+HLO_TEXT = """HloModule m, is_scheduled=true
+
+%fused_computation (p0: f32[8], p1: f32[8]) -> f32[8] {
+  %p0 = f32[8]{0} parameter(0)
+  %p1 = f32[8]{0} parameter(1)
+  %c = f32[] constant(0.2)
+  %b = f32[8]{0} broadcast(%c), dimensions={}
+  ROOT %m = f32[8]{0} multiply(%p0, %b)
+}
+
+ENTRY %main (x: f32[8], w: f32[8]) -> (f32[8], f32[8]) {
+  %x = f32[8]{0} parameter(0)
+  %w = f32[8]{0} parameter(1)
+  %f = f32[8]{0} fusion(%x, %w), kind=kLoop, calls=%fused_computation
+  ROOT %t = (f32[8]{0}, f32[8]{0}) tuple(%f, %x)
+}
+"""
+
+NO_BASELINE_OP = cg.OpDef("t_no_baseline", lambda xp, x: (x * 2.0, ()),
+                          lambda xp, r, g: (2.0 * g,),
+                          sample=lambda rng: (rng.standard_normal(3),))
+
+
+def test_hlo_summary_counts_and_signature():
+  summary = hlo.summary(HLO_TEXT)
+  assert (summary["instructions"], summary["fusions"], summary["computations"]) == (9, 1, 2)
+  renamed = HLO_TEXT.replace("%p0", "%q0").replace("multiply(%q0, %b)", "multiply(%b, %q0)")
+  assert hlo.summary(renamed)["signature"] == summary["signature"]
+  changed = HLO_TEXT.replace("constant(0.2)", "constant(0.3)")
+  assert hlo.summary(changed)["signature"] != summary["signature"]
+
+
+def _positive(value):
+  return isinstance(value, float) and np.isfinite(value) and value > 0
+
+
+def test_run_all_quick_writes_every_table(tmp_path):
+  cg.register(NO_BASELINE_OP)
+  try:
+    results = run_all.run(quick=True, out_dir=str(tmp_path))
+  finally:
+    cg.unregister("t_no_baseline")
+  for name in run_all.BENCHMARKS + ("summary",):
+    payload = json.loads((tmp_path / f"{name}.json").read_text())
+    assert payload["environment"]["tensorflow"] and payload["environment"]["jax"]
+    assert set(payload) - {"environment"} == set(results[name])
+
+  overhead = json.loads((tmp_path / "overhead.json").read_text())
+  timed = {(r["op"], r["mode"]) for r in overhead["rows"]}
+  assert timed == {(op, mode) for op in handwritten.BASELINES
+                   for mode in ("jax.jit", "tf.function(jit_compile=True)", "tf.function")}
+  for row in overhead["rows"]:
+    assert all(_positive(row[k]) for k in ("crossgrad ms", "hand-written ms", "ratio"))
+  assert {r["op"] for r in overhead["structure"]} == set(handwritten.BASELINES)
+  assert all(r["instructions cg"] > 0 for r in overhead["structure"])
+  assert {"op": "t_no_baseline", "note": "no hand-written baseline"} in overhead["no_baseline"]
+
+  tf1 = json.loads((tmp_path / "tf1_idiom.json").read_text())
+  assert tf1["rows"] and all(_positive(r["speedup"]) for r in tf1["rows"])
+
+  cost = json.loads((tmp_path / "check_cost.json").read_text())
+  assert cost["cross_check_ok"]
+  assert all(_positive(r["seconds"]) and _positive(r["ratio"]) for r in cost["rows"])
+  assert [r["elements"] for r in cost["scaling"]] == [1000]
+  assert any(r["measured"] == "yes" for r in cost["compute_gradient"])
+
+  dispatch = json.loads((tmp_path / "dispatch.json").read_text())
+  assert {r["op"] for r in dispatch["rows"]} == set(handwritten.BASELINES)
+  assert all(_positive(r["ratio"]) for r in dispatch["rows"])
+  assert {"op": "t_no_baseline", "note": "no hand-written baseline"} in dispatch["no_baseline"]
+
+  summary = json.loads((tmp_path / "summary.json").read_text())
+  assert summary["quick"] and _positive(summary["headlines"]["overhead_max_ratio_xla"])
