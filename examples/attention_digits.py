@@ -59,7 +59,7 @@ def batches(n: int, batch_size: int, epochs: int, seed: int):
 
 def train_tensorflow(params, data, test, order, noise, lr, seed, generator):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from crossgrad.attention import keras as attention  # pylint: disable=g-import-not-at-top
+  from crossgrad.layers import keras_attention_mask as attention  # pylint: disable=g-import-not-at-top
 
   w = {k: tf.Variable(v) for k, v in params.items()}
   mask = attention.BernoulliAttentionMask(seed=seed, generator=generator)
@@ -105,7 +105,7 @@ def train_tensorflow(params, data, test, order, noise, lr, seed, generator):
 def train_jax(params, data, test, order, noise, lr, seed, generator):
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-  from crossgrad.attention import jax as attention  # pylint: disable=g-import-not-at-top
+  from crossgrad.layers import jax_attention_mask as attention  # pylint: disable=g-import-not-at-top
 
   state = {"w": {k: jnp.asarray(v) for k, v in params.items()}, "step": 0}
   base_key = jax.random.key(seed)

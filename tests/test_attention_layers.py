@@ -7,8 +7,8 @@ import pytest
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.attention import jax as attention_jax
-from crossgrad.attention import keras as attention_keras
+from crossgrad.layers import jax_attention_mask as attention_jax
+from crossgrad.layers import keras_attention_mask as attention_keras
 
 RNG = np.random.default_rng(0)
 P = RNG.uniform(size=(3, 4, 4, 1)).astype(np.float32)

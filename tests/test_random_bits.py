@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.attention import keras as attention_keras
+from crossgrad.layers import keras_attention_mask as attention_keras
 from crossgrad.registry import random_bits
 
 # Known-answer vectors of Threefry-2x32-20 from Random123 (kat_vectors): key, counter, output.

@@ -33,7 +33,7 @@ class BernoulliAttentionMask(keras.layers.Layer):
       raise CrossgradError("this layer runs on Keras' TensorFlow backend",
                            backend="tensorflow", argument="keras.backend.backend()",
                            expected="'tensorflow'", actual=repr(keras.backend.backend()),
-                           hint="Use crossgrad.attention.jax.attention_mask with JAX")
+                           hint="Use crossgrad.layers.jax_attention_mask.attention_mask with JAX")
     if generator not in cg_tf.GENERATORS:
       raise CrossgradError("unknown generator", backend="tensorflow", argument="generator",
                            expected=" or ".join(map(repr, cg_tf.GENERATORS)),

@@ -18,7 +18,7 @@ def attention_mask(p: Any, features: Any, key: Any = None, *, u: Any = None,
   ``key``, or ``crossgrad.jax.bernoulli_mask`` with the noise ``u``; the gradient is
   the surrogate ``dp = g * features`` (summed where ``p`` broadcasts). Otherwise the
   expectation ``p * features``. The JAX counterpart of
-  `crossgrad.attention.keras.BernoulliAttentionMask`: pure, so the caller splits keys.
+  `crossgrad.layers.keras_attention_mask.BernoulliAttentionMask`: pure, so the caller splits keys.
   """
   if not (training or sample_at_inference):
     return p * features
