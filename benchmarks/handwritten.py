@@ -165,10 +165,92 @@ def _matmul_inputs(elements, rng):
           rng.standard_normal((FEATURES, FEATURES), dtype=np.float32))
 
 
+# bernoulli_mask: (u < p) * features; dp = g * features summed over the broadcast channel
+# axis, dfeatures = g * m. p and u are (rows, 1) against features (rows, FEATURES).
+@tf.custom_gradient
+def tf_bernoulli_mask(p, features, u):
+  m = tf.cast(u < p, features.dtype)
+
+  def grad(g):
+    return tf.reduce_sum(g * features, axis=1, keepdims=True), g * m, None
+
+  return m * features, grad
+
+
+def _bernoulli_fwd(p, features, u):
+  m = (u < p).astype(features.dtype)
+  return m * features, (features, m)
+
+
+def _bernoulli_bwd(res, g):
+  features, m = res
+  return jnp.sum(g * features, axis=1, keepdims=True), g * m, None
+
+
+jax_bernoulli_mask = jax.custom_vjp(lambda p, features, u: _bernoulli_fwd(p, features, u)[0])
+jax_bernoulli_mask.defvjp(_bernoulli_fwd, _bernoulli_bwd)
+
+
+def _bernoulli_inputs(elements, rng):
+  rows = _rows(elements)
+  return (rng.uniform(size=(rows, 1)).astype(np.float32),
+          rng.standard_normal((rows, FEATURES), dtype=np.float32),
+          rng.uniform(size=(rows, 1)).astype(np.float32))
+
+
+# sparse_q: Q = rows of [M; ground_state; 0] picked by the rulebook (-1 ground state,
+# -2 padding), flattened per output row; its transpose is a segment sum.
+SPARSE_CHANNELS, SPARSE_OFFSETS = 4, 9  # n_in, f * f with f = 3.
+
+
+def _sparse_index(src, a, where):
+  return where(src == -1, a, where(src < 0, a + 1, src))
+
+
+@tf.custom_gradient
+def tf_sparse_q(m, ground_state, src):
+  a, n_in = m.shape
+  index = _sparse_index(src, a, tf.where)
+  rows_ext = tf.concat([m, ground_state[None], tf.zeros((1, n_in), m.dtype)], 0)
+
+  def grad(g):
+    d = tf.math.unsorted_segment_sum(tf.reshape(g, (-1, n_in)), tf.reshape(index, (-1,)), a + 2)
+    return d[:a], d[a], None
+
+  return tf.reshape(tf.gather(rows_ext, index), (src.shape[0], -1)), grad
+
+
+def _sparse_fwd(m, ground_state, src):
+  a, n_in = m.shape
+  index = _sparse_index(src, a, jnp.where)
+  rows_ext = jnp.concatenate([m, ground_state[None], jnp.zeros((1, n_in), m.dtype)], 0)
+  return jnp.reshape(rows_ext[index], (src.shape[0], -1)), (index, a)
+
+
+def _sparse_bwd(res, g):
+  index, a = res
+  d = jax.ops.segment_sum(jnp.reshape(g, (index.size, -1)), jnp.reshape(index, (-1,)), a + 2)
+  return d[:a], d[a], None
+
+
+jax_sparse_q = jax.custom_vjp(lambda m, ground_state, src: _sparse_fwd(m, ground_state, src)[0])
+jax_sparse_q.defvjp(_sparse_fwd, _sparse_bwd)
+
+
+def _sparse_inputs(elements, rng):
+  """M with ``elements`` values; a random rulebook with one output row per active site."""
+  a = max(1, elements // SPARSE_CHANNELS)
+  return (rng.standard_normal((a, SPARSE_CHANNELS), dtype=np.float32),
+          rng.standard_normal(SPARSE_CHANNELS, dtype=np.float32),
+          rng.integers(-2, a, size=(a, SPARSE_OFFSETS), dtype=np.int32))
+
+
 BASELINES = {b.op: b for b in (
+    Baseline("bernoulli_mask", tf_bernoulli_mask, jax_bernoulli_mask, _bernoulli_inputs),
     Baseline("center_loss", tf_center_loss, jax_center_loss, _center_inputs),
     Baseline("custom_add", tf_custom_add, jax_custom_add, _three),
     Baseline("leaky_relu", tf_leaky_relu, jax_leaky_relu, _vector),
     Baseline("positive_matmul", tf_positive_matmul, jax_positive_matmul, _matmul_inputs),
+    Baseline("sparse_q", tf_sparse_q, jax_sparse_q, _sparse_inputs),
     Baseline("ste_quantize", tf_ste_quantize, jax_ste_quantize, _vector),
 )}
