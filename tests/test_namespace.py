@@ -62,7 +62,8 @@ CALLS = {
     "right_shift": ((_X,), lambda xp, x: xp.right_shift(xp.astype(x * 4, "int32"), 1)),
     "arange": ((_X,), lambda xp, x: xp.arange(4, "int32")),
     "concatenate": ((_X, _Y), lambda xp, x, y: xp.concatenate([x, y], axis=1)),
-    "cumsum": ((_X,), lambda xp, x: xp.cumsum(x, 1) + xp.astype(xp.cumsum(xp.astype(x, "int32"), 0), x.dtype)),
+    "cumsum": ((_X,), lambda xp, x: xp.cumsum(x, 1) + xp.astype(
+        xp.cumsum(xp.astype(x, "int32"), 0), x.dtype)),
     "segment_sum": ((_X,), lambda xp, x: xp.segment_sum(
         x, xp.astype(xp.arange(2, "int32") * 3 - 1, "int32"), 3)),  # Ids -1 (dropped) and 2.
     "segment_min": ((_X, _Y), lambda xp, x, y: xp.segment_min(

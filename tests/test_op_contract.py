@@ -70,7 +70,8 @@ def test_integer_into_differentiable_input_is_an_error(backend_vjp):
 
 
 def test_wrong_number_of_inputs_is_an_error(backend_vjp):
-  with pytest.raises(cg.CrossgradError, match=r"wrong number of inputs: expected 3 \(c, k, d\), got 2"):
+  with pytest.raises(cg.CrossgradError,
+                     match=r"wrong number of inputs: expected 3 \(c, k, d\), got 2"):
     backend_vjp("custom_add", (np.ones(2), np.ones(2)), np.ones(2))
 
 

@@ -66,5 +66,6 @@ def test_static_parameters_are_resolved_and_must_be_hashable():
   assert op.resolve_params({"scale": 2.0}) == {"scale": 2.0}
   with pytest.raises(cg.CrossgradError, match="must be hashable"):
     op.resolve_params({"scale": [1.0]})
-  with pytest.raises(cg.CrossgradError, match=r"unknown static parameter.*expected one of \['scale'\]"):
+  with pytest.raises(cg.CrossgradError,
+                     match=r"unknown static parameter.*expected one of \['scale'\]"):
     op.resolve_params({"bits": 4}, backend="jax")
