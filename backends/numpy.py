@@ -15,7 +15,6 @@ from crossgrad.sparse import conv as _sparse_conv
 from crossgrad.sparse.data import SparseData
 
 NAME = "numpy"
-MODES = ("eager",)
 
 
 def _one_hot(labels, depth, dtype):
@@ -103,20 +102,6 @@ def vjp(op: str | OpDef, *inputs: Any, **params: Any):
     return tuple(None if c is None else np.asarray(c) for c in cotangents)
 
   return outputs, vjp_fn
-
-
-def devices() -> list[str]:
-  return ["cpu:0"]
-
-
-def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
-             *, device: str = "cpu:0", mode: str = "eager"):
-  """Outputs (as a tuple) and input cotangents for the given output cotangent."""
-  del device  # NumPy runs on the host.
-  base.check_mode(NAME, mode, MODES)
-  outputs, vjp_fn = vjp(op, *inputs, **params)
-  single = not isinstance(outputs, tuple)
-  return validation.as_tuple(outputs), vjp_fn(cotangent[0] if single else tuple(cotangent))
 
 
 def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, capacity: int | None = None):
