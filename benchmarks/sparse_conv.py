@@ -2,7 +2,8 @@
 
 1. Q build (forward: rulebook + gather) and Q gradient (backward: segment sums) of the
    vectorised `sparse_q` (compiled in JAX and TF; also the same code in NumPy) against
-   seed 001's Python loops (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5.
+   seed 001's Python loops (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5;
+   "floor" is JAX's bare gather / segment sum with the rulebook built beforehand.
 2. One layer, forward + backward (gradients of M, ground_state, W, b), of
    `sparse_conv2d` against the framework's dense convolution (`tf.nn.conv2d`,
    `lax.conv_general_dilated`; gradients of the input, W, b) at 512x512x16, f=3,
@@ -116,6 +117,31 @@ def _tf_q_steps(x, f, capacity):
           lambda: [t.numpy() for t in backward(m, gs, src, dq)])
 
 
+def _jax_floor_steps(x, f, capacity):
+  """The floor of the gather design: bare `jnp.take` / `segment_sum` by a ready index.
+
+  No rulebook, no bad-index masks: the ground state and a zero row appended to M, the
+  rulebook (built outside the timing) mapped into range. A compiled step that gathers
+  Q (forward) or scatter-adds dQ by the same index (backward) costs at least this.
+  """
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  book = rulebook.build(cg.numpy.xp, x.H, x.n_valid, x.dense_shape, f, capacity)
+  a, n_in = x.M.shape
+  index = np.where(book.src == rulebook.GROUND, a,
+                   np.where(book.src == rulebook.PAD, a + 1, book.src)).astype(np.int32)
+  table = np.concatenate([x.M, np.reshape(x.ground_state, (1, n_in)),
+                          np.zeros((1, n_in), x.M.dtype)])
+  gather = jax.jit(lambda t, i: jnp.reshape(jnp.take(t, i, axis=0, mode="clip"),
+                                            (capacity, -1)))
+  scatter = jax.jit(lambda d, i: jax.ops.segment_sum(jnp.reshape(d, (-1, n_in)),
+                                                     jnp.reshape(i, (-1,)), a + 2))
+  table, index = jax.device_put(table), jax.device_put(index)
+  dq = jax.device_put(np.ones((capacity, f * f * n_in), np.float32))
+  return (lambda: jax.block_until_ready(gather(table, index)),
+          lambda: jax.block_until_ready(scatter(dq, index)))
+
+
 def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
   """Seed loops vs compiled sparse_q (forward with the rulebook; backward)."""
   x = _sites(np.random.default_rng(seed), shape, fraction)
@@ -126,12 +152,14 @@ def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
   fns = {"loops_forward": lambda: sparse_loops.build_q(h, m, shape, f, gs),
          "loops_backward": lambda: sparse_loops.grad_q(dq, h, m, shape, f)}
   for name, steps in (("numpy", _numpy_q_steps), ("jax", _jax_q_steps),
-                      ("tensorflow", _tf_q_steps)):
+                      ("tensorflow", _tf_q_steps), ("floor", _jax_floor_steps)):
     fns[f"{name}_forward"], fns[f"{name}_backward"] = steps(x, f, capacity)
   for name in ("numpy", "jax", "tensorflow"):  # Same H_out and Q as the loops.
     h_out, q = fns[f"{name}_forward"]()
     if not (np.array_equal(np.asarray(h_out), want_h) and np.array_equal(np.asarray(q), want_q)):
       raise AssertionError(f"{name}: H_out or Q differs from the seed's loops")
+  if not np.array_equal(np.asarray(fns["floor_forward"]()), want_q):
+    raise AssertionError("floor: Q differs from the seed's loops")
   loop_repeats = max(3, repeats // 3)  # The loops are the slow part of the run.
   times = _median_times({k: v for k, v in fns.items() if k.startswith("loops")},
                         loop_repeats, warmup=1)
@@ -142,6 +170,8 @@ def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
   for name in ("numpy", "jax", "tensorflow"):
     for part in ("forward", "backward"):
       result["speedup"][f"{name}_{part}"] = times[f"loops_{part}"] / times[f"{name}_{part}"]
+  result["floor_speedup"] = {part: times[f"loops_{part}"] / times[f"floor_{part}"]
+                             for part in ("forward", "backward")}
   return result
 
 
@@ -277,10 +307,11 @@ def _print(report: dict):
   print(f"{'active':>8}{'sites':>7}{'out':>7}{'':>12}{'forward ms':>12}{'x loops':>9}"
         f"{'backward ms':>13}{'x loops':>9}")
   for r in loops:
-    for name in ("loops", "numpy", "jax", "tensorflow"):
+    speedup = dict(r["speedup"], **{f"floor_{p}": v for p, v in r["floor_speedup"].items()})
+    for name in ("loops", "numpy", "jax", "tensorflow", "floor"):
       fwd, bwd = r["seconds"][f"{name}_forward"], r["seconds"][f"{name}_backward"]
-      ratio = lambda part, r=r, name=name: (
-          "" if name == "loops" else _ratio(r["speedup"][f"{name}_{part}"]))
+      ratio = lambda part, name=name, speedup=speedup: (
+          "" if name == "loops" else _ratio(speedup[f"{name}_{part}"]))
       print(f"{r['fraction']:8.0%}{r['active']:7d}{r['output_sites']:7d}{name:>12}"
             f"{fwd * 1e3:12.2f}{ratio('forward'):>9}{bwd * 1e3:13.2f}{ratio('backward'):>9}")
   dense = report["dense"]
