@@ -3,7 +3,7 @@
 1. Q build (forward: rulebook + gather) and Q gradient (backward: segment sums) of the
    vectorised `sparse_q` (compiled in JAX and TF; also the same code in NumPy) against
    seed 001's Python loops (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5;
-   "floor" is JAX's bare gather / segment sum with the rulebook built beforehand.
+   "floor" is JAX's bare gathers of Q and dM with the rulebook built beforehand.
 2. One layer, forward + backward (gradients of M, ground_state, W, b), of
    `sparse_conv2d` against the framework's dense convolution (`tf.nn.conv2d`,
    `lax.conv_general_dilated`; gradients of the input, W, b) at 512x512x16, f=3,
@@ -118,28 +118,32 @@ def _tf_q_steps(x, f, capacity):
 
 
 def _jax_floor_steps(x, f, capacity):
-  """The floor of the gather design: bare `jnp.take` / `segment_sum` by a ready index.
+  """The floor of the gather design: JAX's bare `jnp.take`s by ready indices.
 
-  No rulebook, no bad-index masks: the ground state and a zero row appended to M, the
-  rulebook (built outside the timing) mapped into range. A compiled step that gathers
-  Q (forward) or scatter-adds dQ by the same index (backward) costs at least this.
+  Forward: Q gathered from M with the ground state and a zero row appended, the
+  rulebook (built outside the timing) mapped into range. Backward: dM gathered from dQ
+  by the inverted rulebook (also built beforehand) and summed over the offsets. No
+  rulebook, no inversion, no bad-index masks, no ground-state gradient: `sparse_q`'s
+  compiled steps cost at least this.
   """
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-  book = rulebook.build(cg.numpy.xp, x.H, x.n_valid, x.dense_shape, f, capacity)
-  a, n_in = x.M.shape
-  index = np.where(book.src == rulebook.GROUND, a,
-                   np.where(book.src == rulebook.PAD, a + 1, book.src)).astype(np.int32)
+  src = rulebook.build(cg.numpy.xp, x.H, x.n_valid, x.dense_shape, f, capacity).src
+  (a, n_in), kk = x.M.shape, f * f
+  index = np.where(src == rulebook.GROUND, a, np.where(src == rulebook.PAD, a + 1, src))
   table = np.concatenate([x.M, np.reshape(x.ground_state, (1, n_in)),
                           np.zeros((1, n_in), x.M.dtype)])
+  entry = np.full(a * kk, capacity * kk, np.int32)  # Out of range: reads fill_value 0.
+  active = src.reshape(-1) >= 0
+  entry[(src * kk + np.arange(kk)).reshape(-1)[active]] = np.flatnonzero(active)
   gather = jax.jit(lambda t, i: jnp.reshape(jnp.take(t, i, axis=0, mode="clip"),
                                             (capacity, -1)))
-  scatter = jax.jit(lambda d, i: jax.ops.segment_sum(jnp.reshape(d, (-1, n_in)),
-                                                     jnp.reshape(i, (-1,)), a + 2))
-  table, index = jax.device_put(table), jax.device_put(index)
-  dq = jax.device_put(np.ones((capacity, f * f * n_in), np.float32))
+  inverse = jax.jit(lambda d, e: jnp.sum(jnp.reshape(jnp.take(
+      jnp.reshape(d, (-1, n_in)), e, axis=0, mode="fill", fill_value=0), (a, kk, n_in)), 1))
+  table, index, entry = (jax.device_put(v) for v in (table, index.astype(np.int32), entry))
+  dq = jax.device_put(np.ones((capacity, kk * n_in), np.float32))
   return (lambda: jax.block_until_ready(gather(table, index)),
-          lambda: jax.block_until_ready(scatter(dq, index)))
+          lambda: jax.block_until_ready(inverse(dq, entry)))
 
 
 def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
@@ -158,8 +162,9 @@ def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
     h_out, q = fns[f"{name}_forward"]()
     if not (np.array_equal(np.asarray(h_out), want_h) and np.array_equal(np.asarray(q), want_q)):
       raise AssertionError(f"{name}: H_out or Q differs from the seed's loops")
-  if not np.array_equal(np.asarray(fns["floor_forward"]()), want_q):
-    raise AssertionError("floor: Q differs from the seed's loops")
+  if not (np.array_equal(np.asarray(fns["floor_forward"]()), want_q) and np.allclose(
+      fns["floor_backward"](), sparse_loops.grad_q(dq, h, m, shape, f)[0])):
+    raise AssertionError("floor: Q or dM differs from the seed's loops")
   loop_repeats = max(3, repeats // 3)  # The loops are the slow part of the run.
   times = _median_times({k: v for k, v in fns.items() if k.startswith("loops")},
                         loop_repeats, warmup=1)
