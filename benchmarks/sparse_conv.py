@@ -2,7 +2,8 @@
 
 1. Q build (forward: rulebook + gather) and Q gradient (backward: segment sums) of the
    vectorised `sparse_q` (compiled in JAX and TF; also the same code in NumPy) against
-   seed 001's Python loops (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5.
+   seed 001's Python loops (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5;
+   "floor" is JAX's bare gathers of Q and dM with the rulebook built beforehand.
 2. One layer, forward + backward (gradients of M, ground_state, W, b), of
    `sparse_conv2d` against the framework's dense convolution (`tf.nn.conv2d`,
    `lax.conv_general_dilated`; gradients of the input, W, b) at 512x512x16, f=3,
@@ -116,6 +117,35 @@ def _tf_q_steps(x, f, capacity):
           lambda: [t.numpy() for t in backward(m, gs, src, dq)])
 
 
+def _jax_floor_steps(x, f, capacity):
+  """The floor of the gather design: JAX's bare `jnp.take`s by ready indices.
+
+  Forward: Q gathered from M with the ground state and a zero row appended, the
+  rulebook (built outside the timing) mapped into range. Backward: dM gathered from dQ
+  by the inverted rulebook (also built beforehand) and summed over the offsets. No
+  rulebook, no inversion, no bad-index masks, no ground-state gradient: `sparse_q`'s
+  compiled steps cost at least this.
+  """
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  src = rulebook.build(cg.numpy.xp, x.H, x.n_valid, x.dense_shape, f, capacity).src
+  (a, n_in), kk = x.M.shape, f * f
+  index = np.where(src == rulebook.GROUND, a, np.where(src == rulebook.PAD, a + 1, src))
+  table = np.concatenate([x.M, np.reshape(x.ground_state, (1, n_in)),
+                          np.zeros((1, n_in), x.M.dtype)])
+  entry = np.full(a * kk, capacity * kk, np.int32)  # Out of range: reads fill_value 0.
+  active = src.reshape(-1) >= 0
+  entry[(src * kk + np.arange(kk)).reshape(-1)[active]] = np.flatnonzero(active)
+  gather = jax.jit(lambda t, i: jnp.reshape(jnp.take(t, i, axis=0, mode="clip"),
+                                            (capacity, -1)))
+  inverse = jax.jit(lambda d, e: jnp.sum(jnp.reshape(jnp.take(
+      jnp.reshape(d, (-1, n_in)), e, axis=0, mode="fill", fill_value=0), (a, kk, n_in)), 1))
+  table, index, entry = (jax.device_put(v) for v in (table, index.astype(np.int32), entry))
+  dq = jax.device_put(np.ones((capacity, kk * n_in), np.float32))
+  return (lambda: jax.block_until_ready(gather(table, index)),
+          lambda: jax.block_until_ready(inverse(dq, entry)))
+
+
 def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
   """Seed loops vs compiled sparse_q (forward with the rulebook; backward)."""
   x = _sites(np.random.default_rng(seed), shape, fraction)
@@ -126,12 +156,15 @@ def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
   fns = {"loops_forward": lambda: sparse_loops.build_q(h, m, shape, f, gs),
          "loops_backward": lambda: sparse_loops.grad_q(dq, h, m, shape, f)}
   for name, steps in (("numpy", _numpy_q_steps), ("jax", _jax_q_steps),
-                      ("tensorflow", _tf_q_steps)):
+                      ("tensorflow", _tf_q_steps), ("floor", _jax_floor_steps)):
     fns[f"{name}_forward"], fns[f"{name}_backward"] = steps(x, f, capacity)
   for name in ("numpy", "jax", "tensorflow"):  # Same H_out and Q as the loops.
     h_out, q = fns[f"{name}_forward"]()
     if not (np.array_equal(np.asarray(h_out), want_h) and np.array_equal(np.asarray(q), want_q)):
       raise AssertionError(f"{name}: H_out or Q differs from the seed's loops")
+  if not (np.array_equal(np.asarray(fns["floor_forward"]()), want_q) and np.allclose(
+      fns["floor_backward"](), sparse_loops.grad_q(dq, h, m, shape, f)[0])):
+    raise AssertionError("floor: Q or dM differs from the seed's loops")
   loop_repeats = max(3, repeats // 3)  # The loops are the slow part of the run.
   times = _median_times({k: v for k, v in fns.items() if k.startswith("loops")},
                         loop_repeats, warmup=1)
@@ -142,6 +175,8 @@ def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
   for name in ("numpy", "jax", "tensorflow"):
     for part in ("forward", "backward"):
       result["speedup"][f"{name}_{part}"] = times[f"loops_{part}"] / times[f"{name}_{part}"]
+  result["floor_speedup"] = {part: times[f"loops_{part}"] / times[f"floor_{part}"]
+                             for part in ("forward", "backward")}
   return result
 
 
@@ -277,10 +312,11 @@ def _print(report: dict):
   print(f"{'active':>8}{'sites':>7}{'out':>7}{'':>12}{'forward ms':>12}{'x loops':>9}"
         f"{'backward ms':>13}{'x loops':>9}")
   for r in loops:
-    for name in ("loops", "numpy", "jax", "tensorflow"):
+    speedup = dict(r["speedup"], **{f"floor_{p}": v for p, v in r["floor_speedup"].items()})
+    for name in ("loops", "numpy", "jax", "tensorflow", "floor"):
       fwd, bwd = r["seconds"][f"{name}_forward"], r["seconds"][f"{name}_backward"]
-      ratio = lambda part, r=r, name=name: (
-          "" if name == "loops" else _ratio(r["speedup"][f"{name}_{part}"]))
+      ratio = lambda part, name=name, speedup=speedup: (
+          "" if name == "loops" else _ratio(speedup[f"{name}_{part}"]))
       print(f"{r['fraction']:8.0%}{r['active']:7d}{r['output_sites']:7d}{name:>12}"
             f"{fwd * 1e3:12.2f}{ratio('forward'):>9}{bwd * 1e3:13.2f}{ratio('backward'):>9}")
   dense = report["dense"]

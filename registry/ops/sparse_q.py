@@ -9,9 +9,10 @@ stride-1 convolution at the output active sites.
 
 The forward is one gather from ``M`` with ``ground_state`` appended as an extra row.
 Backward as seed 001 derives it: ``dM[i]`` sums the ``dQ`` entries taken from ``M[i]``
-and ``d ground_state[c]`` the ``dQ`` entries of channel ``c`` that hold the ground
-state; both come from one segment sum over the gather's indices (its transpose), the
-ground state being the extra row. ``PAD`` rows carry no gradient.
+(at most one per filter offset, found by inverting the rulebook with one scatter of
+entry numbers, then gathered: ``a*f*f`` rows instead of a segment sum over all
+``rows*f*f``), and ``d ground_state`` is the total of ``dQ`` minus those active parts.
+``PAD`` rows carry no gradient.
 """
 
 import numpy as np
@@ -37,11 +38,21 @@ def _forward(xp, M, ground_state, src):
 def _backward(xp, residuals, g):
   index, a = residuals
   rows, kk = index.shape
-  # The transpose of the gather: row a collects the entries that held the ground state.
-  d_ext = xp.segment_sum(xp.reshape(g, (rows * kk, -1)), xp.reshape(index, (rows * kk,)),
-                         a + 1)
-  d_m = xp.take(d_ext, xp.arange(a, "int32"))
-  d_ground = xp.reshape(xp.take(d_ext, xp.arange(1, "int32") + a), (-1,))
+  n = rows * kk
+  flat = xp.reshape(g, (n, -1))
+  # The inverse rulebook: M[i] feeds at most one Q entry per offset k, so one scatter of
+  # entry numbers (no two land on one slot; ground and PAD entries are dropped) says
+  # which. dM is then a gather of a*f*f rows of dQ rather than a segment sum of all of
+  # them; a missing entry (-1) reads a zero row.
+  slot = xp.where(xp.logical_and(index >= 0, index < a),
+                  index * kk + xp.reshape(xp.arange(kk, "int32"), (1, kk)), -1)
+  entry = xp.segment_sum(xp.arange(n, "int32") + 1, xp.reshape(slot, (n,)), a * kk) - 1
+  d_m = xp.sum(xp.reshape(xp.take(flat, entry), (a, kk, -1)), 1)
+  # d ground_state as seed 001 derives it: the total of dQ over live rows (PAD rows carry
+  # no gradient) minus the active parts.
+  live = xp.greater(xp.take(xp.transpose(index), 0), rulebook.PAD)
+  total = xp.matmul(xp.reshape(xp.astype(live, g.dtype), (1, rows)), xp.reshape(g, (rows, -1)))
+  d_ground = xp.sum(xp.reshape(total, (kk, -1)), 0) - xp.sum(d_m, 0)
   return d_m, d_ground, None
 
 
