@@ -238,11 +238,15 @@ jax_sparse_q.defvjp(_sparse_fwd, _sparse_bwd)
 
 
 def _sparse_inputs(elements, rng):
-  """M with ``elements`` values; a random rulebook with one output row per active site."""
+  """M with ``elements`` values; a random rulebook with one output row per active site:
+  each column a permutation of the sites (a site once per filter offset, as in a real
+  rulebook), a fifth of the entries ground state and a tenth of the rows padding."""
   a = max(1, elements // SPARSE_CHANNELS)
+  src = np.stack([rng.permutation(a) for _ in range(SPARSE_OFFSETS)], 1).astype(np.int32)
+  src[rng.uniform(size=src.shape) < 0.2] = -1
+  src[rng.uniform(size=a) < 0.1] = -2
   return (rng.standard_normal((a, SPARSE_CHANNELS), dtype=np.float32),
-          rng.standard_normal(SPARSE_CHANNELS, dtype=np.float32),
-          rng.integers(-2, a, size=(a, SPARSE_OFFSETS), dtype=np.int32))
+          rng.standard_normal(SPARSE_CHANNELS, dtype=np.float32), src)
 
 
 BASELINES = {b.op: b for b in (

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Sequence
 
+import numpy as np
+
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
@@ -130,6 +132,15 @@ def check_cotangents(op: OpDef, backend: str, input_specs: Sequence[ArraySpec],
                            backend=backend, argument=where, expected=str(spec),
                            actual=str(ct_spec))
   return tuple(cotangents)
+
+
+def concrete_values(x: Any):
+  """``x`` as a NumPy array where its values are known here, None while it is traced
+  (``jax.jit``, ``tf.function``): for checks of values, which only eager code can make."""
+  try:
+    return np.asarray(x)
+  except (TypeError, NotImplementedError):  # A jax tracer or a symbolic tf.Tensor.
+    return None
 
 
 def require_same_spec(specs: dict[str, ArraySpec], *names: str):

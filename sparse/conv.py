@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.sparse import rulebook
-from crossgrad.sparse.data import SparseData, concrete, validate
+from crossgrad.sparse.data import SparseData, validate
 
 OP = "sparse_conv2d"
 
@@ -44,7 +45,7 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *,
   weights = xp.reshape(W, (kk * n_in, n_out))
   bound = rulebook.safe_capacity(x.capacity, x.dense_shape, f)
   book = rulebook.build(xp, x.H, x.n_valid, x.dense_shape, f, capacity or bound)
-  n_out_sites = concrete(book.n_out)
+  n_out_sites = validation.concrete_values(book.n_out)
   if n_out_sites is not None:
     n_out_sites = int(n_out_sites)
     if capacity is None:

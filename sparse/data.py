@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 
 
@@ -37,14 +38,6 @@ def _xp(backend: str):
 
 def _dtype_name(x: Any) -> str:
   return getattr(x.dtype, "name", str(x.dtype))
-
-
-def concrete(x: Any) -> np.ndarray | None:
-  """``x`` as a NumPy array, or None while it is traced (jit, tf.function)."""
-  try:
-    return np.asarray(x)
-  except Exception:  # pylint: disable=broad-except  # Tracers refuse conversion.
-    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +90,7 @@ class SparseData:
         flat, xp.reshape(ground_state, (1, n)))), "int32"), axis=1), 0)
     count = xp.astype(active, "int32")
     n_valid = xp.astype(xp.sum(count), "int32")
-    known = concrete(n_valid)
+    known = validation.concrete_values(n_valid)
     if capacity is None:
       capacity = max(1, int(known)) if known is not None else h * w
     elif known is not None and int(known) > capacity:
@@ -127,7 +120,7 @@ class SparseData:
 
   def compact(self) -> SparseData:
     """This data with the padding cut off (needs concrete values: not under jit)."""
-    n = concrete(self.n_valid)
+    n = validation.concrete_values(self.n_valid)
     if n is None:
       raise CrossgradError("compact() needs a concrete n_valid", op="SparseData",
                            argument="n_valid", expected="eager values",
@@ -177,7 +170,7 @@ def validate(x: SparseData, op: str = "SparseData"):
   if tuple(x.ground_state.shape) != (n,):
     fail("ground_state needs one value per channel", "ground_state", f"shape ({n},)",
          tuple(x.ground_state.shape))
-  sites, count = concrete(x.H), concrete(x.n_valid)
+  sites, count = validation.concrete_values(x.H), validation.concrete_values(x.n_valid)
   if sites is None or count is None:
     return
   if not 0 <= int(count) <= sites.shape[0]:

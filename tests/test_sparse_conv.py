@@ -183,3 +183,18 @@ def test_two_layer_gradients_match_finite_differences(backend, jit):
       got = np.concatenate([got[:5 * 4], got[9 * 4:]])
     err = np.max(np.abs(got - want)) / max(1.0, np.max(np.abs(want)))
     assert err <= 1e-10, err
+
+
+@pytest.mark.parametrize("backend", ["numpy", "tensorflow", "jax"])
+def test_sparse_q_rejects_a_site_repeated_within_a_filter_offset(backend):
+  """The backward inverts the rulebook, which needs each site once per offset: checked eagerly."""
+  m = np.ones((3, 2), np.float32)
+  ground = np.zeros(2, np.float32)
+  src = np.array([[0, 1, -1, 2], [0, 2, 1, -1]], np.int32)  # Site 0 twice at offset 0.
+  with pytest.raises(cg.CrossgradError) as info:
+    getattr(cg, backend).get("sparse_q")(m, ground, src)
+  assert (info.value.op, info.value.backend, info.value.argument) == (
+      "sparse_q", backend, "input 'src'")
+  assert "site 0 2 times in column 0" in str(info.value)
+  src[1, 0] = -2  # A valid rulebook passes.
+  assert np.asarray(getattr(cg, backend).get("sparse_q")(m, ground, src)).shape == (2, 8)

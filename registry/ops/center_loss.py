@@ -22,6 +22,7 @@ be read; there such a sample's center counts as zero (its loss term is
 
 import numpy as np
 
+from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.op_registry import register
 from crossgrad.registry.opdef import OpDef
@@ -29,16 +30,8 @@ from crossgrad.registry.opdef import OpDef
 LABEL_DTYPES = ("int32", "int64")
 
 
-def _known_values(labels):
-  """The labels as a NumPy array when their values are known here, else None (traced)."""
-  try:
-    return np.asarray(labels)
-  except (TypeError, NotImplementedError):  # A jax tracer or a symbolic tf.Tensor.
-    return None
-
-
 def _check_label_values(xp, y, num_classes):
-  values = _known_values(y)
+  values = validation.concrete_values(y)
   if values is None or values.size == 0:
     return
   low, high = int(values.min()), int(values.max())

@@ -13,10 +13,16 @@ Backward as seed 001 derives it: ``dM[i]`` sums the ``dQ`` entries taken from ``
 entry numbers, then gathered: ``a*f*f`` rows instead of a segment sum over all
 ``rows*f*f``), and ``d ground_state`` is the total of ``dQ`` minus those active parts.
 ``PAD`` rows carry no gradient.
+
+That inversion needs a real rulebook: each input site at most once per filter offset.
+Where ``src``'s values are known (eager) a repeated site is a `CrossgradError`; under
+``jax.jit``/``tf.function`` it is not checked, and ``dM`` would miss the repeats: build
+``src`` with `crossgrad.sparse.rulebook.build` (as `sparse_conv2d` does).
 """
 
 import numpy as np
 
+from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.op_registry import register
 from crossgrad.registry.opdef import OpDef
@@ -25,9 +31,28 @@ from crossgrad.sparse import rulebook
 _INTEGER = ("int32", "int64")
 
 
+def _check_rulebook_values(xp, src, a):
+  """Each input site at most once per filter offset (what the backward's inversion needs)."""
+  values = validation.concrete_values(src)
+  if values is None:
+    return
+  rows, kk = values.shape
+  keys = (values * kk + np.arange(kk))[(values >= 0) & (values < a)]
+  unique, counts = np.unique(keys, return_counts=True)
+  if np.any(counts > 1):
+    key = int(unique[np.argmax(counts > 1)])
+    raise CrossgradError(
+        "the rulebook names an input site twice at one filter offset", op="sparse_q",
+        backend=xp.backend, argument="input 'src'",
+        expected="each site at most once per column",
+        actual=f"site {key // kk} {int(counts.max())} times in column {key % kk}",
+        hint="Build src with crossgrad.sparse.rulebook.build")
+
+
 def _forward(xp, M, ground_state, src):
   rows, kk = src.shape
   a, n_in = M.shape
+  _check_rulebook_values(xp, src, a)
   # One gather from M with the ground state as row a; PAD reads a zero row.
   rows_ext = xp.concatenate([M, xp.reshape(ground_state, (1, n_in))], 0)
   index = xp.where(xp.equal(src, rulebook.GROUND), a, src)
