@@ -69,7 +69,8 @@ def _compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str
   return worst, note
 
 
-def _cast_inputs(op: OpDef, inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray]:
+def _cast_inputs(inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray]:
+  """Floating inputs cast to ``dtype``; integer inputs (indices, labels) unchanged."""
   return [x.astype(dtype) if np.issubdtype(x.dtype, np.floating) else x for x in inputs]
 
 
@@ -96,7 +97,7 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
   informational ``fd_forward`` row showing how far they are from the forward's derivative.
   """
   reference = _load("numpy")
-  inputs = _cast_inputs(op, inputs, "float64")
+  inputs = _cast_inputs(inputs, "float64")
   label = _params_label(params)
 
   def floating(outputs):
@@ -246,7 +247,7 @@ def cross_check(
         continue
       rows.extend(finite_difference_rows(op, params, op_inputs, seed))
       for dtype in dtypes:
-        rows.extend(_dtype_rows(op, params, label, _cast_inputs(op, op_inputs, dtype), dtype,
+        rows.extend(_dtype_rows(op, params, label, _cast_inputs(op_inputs, dtype), dtype,
                                 reference, modules, devices, modes, seed, say))
   return Report(rows, time.perf_counter() - start, _environment(modules))
 
