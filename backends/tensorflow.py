@@ -93,12 +93,11 @@ def _nan_reduction(fn):
 
 def _segment(reduce):
   def segment(data, segment_ids, num_segments):
-    # An extra segment collects the out-of-range rows and is cut off, so no backend,
-    # device or XLA difference in out-of-range handling can show.
+    # TensorFlow documents that rows with a negative id are dropped on every device
+    # (ids >= num_segments raise on CPU), so every out-of-range id is made -1.
     ids = tf.convert_to_tensor(segment_ids)
     inside = tf.logical_and(ids >= 0, ids < num_segments)
-    ids = tf.where(inside, ids, tf.fill(tf.shape(ids), tf.cast(num_segments, ids.dtype)))
-    return reduce(data, ids, num_segments + 1)[:num_segments]
+    return reduce(data, tf.where(inside, ids, -tf.ones_like(ids)), num_segments)
   return segment
 
 

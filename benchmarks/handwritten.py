@@ -198,55 +198,73 @@ def _bernoulli_inputs(elements, rng):
           rng.uniform(size=(rows, 1)).astype(np.float32))
 
 
-# sparse_q: Q = rows of [M; ground_state; 0] picked by the rulebook (-1 ground state,
-# -2 padding), flattened per output row; its transpose is a segment sum.
+# sparse_q: Q = the ground state on live rows (h_out >= 0), with each row of M copied to
+# the Q entries dst names (flattened rows * f*f entries; -1 none); its transpose is a
+# gather of dQ by dst, and d ground_state the live total minus the active parts.
 SPARSE_CHANNELS, SPARSE_OFFSETS = 4, 9  # n_in, f * f with f = 3.
 
 
-def _sparse_index(src, a, where):
-  return where(src == -1, a, where(src < 0, a + 1, src))
-
-
 @tf.custom_gradient
-def tf_sparse_q(m, ground_state, src):
-  a, n_in = m.shape
-  index = _sparse_index(src, a, tf.where)
-  rows_ext = tf.concat([m, ground_state[None], tf.zeros((1, n_in), m.dtype)], 0)
+def tf_sparse_q(m, ground_state, h_out, dst):
+  (a, n_in), rows, kk = m.shape, h_out.shape[0], dst.shape[1]
+  entries = tf.reshape(dst, (-1,))
+  copies = tf.reshape(tf.tile(m[:, None], (1, kk, 1)), (-1, n_in))
+  landed = tf.math.unsorted_segment_sum(copies, entries, rows * kk)
+  count = tf.math.unsorted_segment_sum(tf.ones_like(entries, m.dtype), entries, rows * kk)
+  live = tf.cast(h_out[:, :1] >= 0, m.dtype)
+  weight = tf.reshape(live - tf.reshape(count, (rows, kk)), (-1, 1))
+  q = tf.reshape(landed + weight * ground_state, (rows, kk * n_in))
 
   def grad(g):
-    d = tf.math.unsorted_segment_sum(tf.reshape(g, (-1, n_in)), tf.reshape(index, (-1,)), a + 2)
-    return d[:a], d[a], None
+    d_m = tf.reduce_sum(tf.reshape(tf.gather(tf.reshape(g, (-1, n_in)), tf.maximum(
+        entries, 0)) * tf.cast(entries[:, None] >= 0, g.dtype), (a, kk, n_in)), 1)
+    total = tf.reduce_sum(tf.reshape(tf.reduce_sum(live * g, 0), (kk, n_in)), 0)
+    return d_m, total - tf.reduce_sum(d_m, 0), None, None
 
-  return tf.reshape(tf.gather(rows_ext, index), (src.shape[0], -1)), grad
+  return q, grad
 
 
-def _sparse_fwd(m, ground_state, src):
-  a, n_in = m.shape
-  index = _sparse_index(src, a, jnp.where)
-  rows_ext = jnp.concatenate([m, ground_state[None], jnp.zeros((1, n_in), m.dtype)], 0)
-  return jnp.reshape(rows_ext[index], (src.shape[0], -1)), (index, a)
+def _sparse_fwd(m, ground_state, h_out, dst):
+  (a, n_in), rows, kk = m.shape, h_out.shape[0], dst.shape[1]
+  entries = jnp.where(dst < 0, rows * kk, dst).reshape(-1)  # Out of range: dropped.
+  landed = jnp.zeros((rows * kk, n_in), m.dtype).at[entries].add(jnp.repeat(m, kk, 0))
+  count = jnp.zeros(rows * kk, m.dtype).at[entries].add(1)
+  live = (h_out[:, :1] >= 0).astype(m.dtype)
+  weight = (live - count.reshape(rows, kk)).reshape(-1, 1)
+  q = (landed + weight * ground_state).reshape(rows, kk * n_in)
+  return q, (entries, live, a)
 
 
 def _sparse_bwd(res, g):
-  index, a = res
-  d = jax.ops.segment_sum(jnp.reshape(g, (index.size, -1)), jnp.reshape(index, (-1,)), a + 2)
-  return d[:a], d[a], None
+  entries, live, a = res
+  kk = entries.size // a
+  n_in = g.shape[1] // kk
+  d_m = jnp.asarray(g).reshape(-1, n_in).at[entries].get(mode="fill", fill_value=0)
+  d_m = d_m.reshape(a, kk, n_in).sum(1)
+  total = jnp.sum(live * g, 0).reshape(kk, n_in).sum(0)
+  return d_m, total - d_m.sum(0), None, None
 
 
-jax_sparse_q = jax.custom_vjp(lambda m, ground_state, src: _sparse_fwd(m, ground_state, src)[0])
+jax_sparse_q = jax.custom_vjp(
+    lambda m, ground_state, h_out, dst: _sparse_fwd(m, ground_state, h_out, dst)[0])
 jax_sparse_q.defvjp(_sparse_fwd, _sparse_bwd)
 
 
 def _sparse_inputs(elements, rng):
-  """M with ``elements`` values; a random rulebook with one output row per active site:
-  each column a permutation of the sites (a site once per filter offset, as in a real
-  rulebook), a fifth of the entries ground state and a tenth of the rows padding."""
+  """M with ``elements`` values; a random rulebook-like dst: one output row per active
+  site, each filter offset a permutation of the sites (each Q entry fed at most once,
+  as in a real rulebook), a fifth of the entries left to the ground state and a tenth of
+  the rows padding."""
   a = max(1, elements // SPARSE_CHANNELS)
-  src = np.stack([rng.permutation(a) for _ in range(SPARSE_OFFSETS)], 1).astype(np.int32)
-  src[rng.uniform(size=src.shape) < 0.2] = -1
-  src[rng.uniform(size=a) < 0.1] = -2
+  rows = np.stack([rng.permutation(a) for _ in range(SPARSE_OFFSETS)], 1)
+  dst = (rows * SPARSE_OFFSETS + np.arange(SPARSE_OFFSETS)).astype(np.int32)
+  dst[rng.uniform(size=dst.shape) < 0.2] = -1
+  h_out = np.zeros((a, 2), np.int32)
+  padding = rng.uniform(size=a) < 0.1
+  h_out[padding] = -1
+  dst[padding[rows]] = -1  # Nothing lands on padding rows.
   return (rng.standard_normal((a, SPARSE_CHANNELS), dtype=np.float32),
-          rng.standard_normal(SPARSE_CHANNELS, dtype=np.float32), src)
+          rng.standard_normal(SPARSE_CHANNELS, dtype=np.float32), h_out, dst)
 
 
 BASELINES = {b.op: b for b in (

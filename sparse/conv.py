@@ -1,7 +1,7 @@
 """`sparse_conv2d`: one sparse VALID, stride-1 convolution layer (seed 001), any backend.
 
 ``M_out = Q @ W + b`` at the output active sites, with ``Q`` from the `sparse_q` op
-(so the gradient of ``M`` and ``ground_state`` is the op's segment-sum backward) and
+(so the gradient of ``M`` and ``ground_state`` is the op's gather backward) and
 the next ground state ``tile(ground_state, f*f) @ W + b``, the value every output
 whose window sees only inactive sites takes. No activation is applied (as in the seed's
 gradient check); apply one to ``M`` and ``ground_state`` alike.
@@ -50,14 +50,13 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *,
     n_out_sites = int(n_out_sites)
     if capacity is None:
       keep = xp.arange(max(n_out_sites, 1), "int32")
-      book = rulebook.Rulebook(xp.take(book.src, keep), xp.take(book.h_out, keep),
-                               book.n_out)
+      book = rulebook.Rulebook(xp.take(book.h_out, keep), book.n_out, book.dst)
     elif n_out_sites > capacity:
       raise CrossgradError("output active sites exceed the capacity", op=OP,
                            backend=backend, argument="capacity",
                            expected=f">= {n_out_sites}", actual=capacity)
-  rows = int(book.src.shape[0])
-  q = module.get("sparse_q")(x.M, x.ground_state, book.src)
+  rows = int(book.h_out.shape[0])
+  q = module.get("sparse_q")(x.M, x.ground_state, book.h_out, book.dst)
   live = xp.reshape(xp.arange(rows, "int32"), (rows, 1)) < book.n_out
   m_out = xp.matmul(q, weights) + xp.reshape(b, (1, n_out))
   m_out = xp.where(live, m_out, xp.zeros_like(m_out))

@@ -1,22 +1,26 @@
 """The integer rulebook of a sparse VALID, stride-1 convolution, built with array ops.
 
 For input active sites ``H`` (rows ``n_valid`` onwards are padding) the rulebook says
-which input row feeds each output row at each filter offset:
+which output row and filter offset each input row feeds, and which sites are output:
 
-* ``src[r, k]`` (``capacity x f*f``): the input row seen by output row ``r`` at filter
-  offset ``k = dy * f + dx`` (HWIO order), or `GROUND` where that input site is
-  inactive, or `PAD` on padding rows ``r >= n_out``.
 * ``h_out`` (``capacity x 2``): output active sites in seed 001's first-appearance order
   (input sites in order; for each, the output positions its filter reaches, row-major);
   padding rows hold -1.
 * ``n_out``: the number of output active sites; rows beyond ``capacity`` are dropped,
   so ``n_out > capacity`` means the capacity was too small.
+* ``dst`` (``a x f*f``): ``dst[i, p] = r * f*f + k`` where input row ``i``, seen through
+  filter position ``p`` (the seed's loop order: output ``(row - f + 1 + p // f,
+  col - f + 1 + p % f)``), lands in output row ``r`` at filter offset ``k`` (HWIO order,
+  ``k = f*f - 1 - p``); -1 where that output is outside the image, beyond the capacity,
+  or ``i`` is a padding row. Seen from the output side this is the seed's "which input
+  row feeds each output row and filter offset"; stored per input row it makes ``Q`` one
+  scatter of ``a x f*f`` rows and its gradient one gather (`crossgrad.registry.ops.sparse_q`).
 
 No Python loop runs over sites: candidates (site, filter position) are laid out as one
 array in the seed's loop order, the first candidate of each output position is found
-with a scatter-min over the output grid, ranks come from a cumulative sum, and ``src``
-is a gather from a map of the input grid at each output site's window. Shapes depend
-only on static sizes, so the same code runs eagerly, under `jax.jit` and under
+with a scatter-min over the output grid, and ranks come from a cumulative count. Every
+step costs in proportion to the candidates (``a * f*f``) or the output grid, and shapes
+depend only on static sizes, so the same code runs eagerly, under `jax.jit` and under
 `tf.function(jit_compile=True)`.
 """
 
@@ -27,17 +31,14 @@ from typing import Any
 
 import numpy as np
 
-GROUND = -1  # `src` entry: the input site is inactive and holds the ground state.
-PAD = -2  # `src` entry: a padding row beyond the output's active sites.
-
 
 @dataclasses.dataclass(frozen=True)
 class Rulebook:
-  """``src``, ``h_out`` and ``n_out`` as described in the module docstring."""
+  """``h_out``, ``n_out`` and ``dst`` as described in the module docstring."""
 
-  src: Any
   h_out: Any
   n_out: Any
+  dst: Any
 
 
 def safe_capacity(capacity_in: int, dense_shape, f: int) -> int:
@@ -49,16 +50,12 @@ def safe_capacity(capacity_in: int, dense_shape, f: int) -> int:
 def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int) -> Rulebook:
   """The rulebook for sites ``h_in`` (int32 ``a x 2``) of a ``dense_shape`` input."""
   a, kk = h_in.shape[0], f * f
-  h, w = dense_shape[0], dense_shape[1]
-  ho, wo = h - f + 1, w - f + 1
+  ho, wo = dense_shape[0] - f + 1, dense_shape[1] - f + 1
   grid = ho * wo
   columns = xp.transpose(h_in)
   row, col = xp.take(columns, 0), xp.take(columns, 1)
   live = xp.arange(a, "int32") < xp.astype(n_valid, "int32")
-  # Input grid -> input row + 1 (0 where inactive): one small scatter.
-  site_of = xp.segment_sum(xp.arange(a, "int32") + 1, xp.where(live, row * w + col, -1),
-                           h * w)
-  # Candidates (site, filter position) in the seed's loop order: position (u, v) of
+  # Candidates (site, filter position) in the seed's loop order: position p = (u, v) of
   # site (row, col) reaches output (row - f + 1 + u, col - f + 1 + v).
   u = np.repeat(np.arange(f, dtype=np.int32), f)
   v = np.tile(np.arange(f, dtype=np.int32), f)
@@ -69,26 +66,23 @@ def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int) -> Rulebook:
                      xp.logical_and(i >= 0, i < ho)),
       xp.logical_and(j >= 0, j < wo))
   key = xp.where(valid, i * wo + j, grid)  # Out of range, so dropped, where invalid.
-  # An output site is numbered when its first candidate comes up.
+  # An output site is numbered when its first candidate comes up; every candidate then
+  # finds its output row through its site's first candidate.
   position = xp.arange(a * kk, "int32")
-  first = xp.segment_min(position, key, grid)
-  is_first = xp.logical_and(valid, xp.equal(xp.take(first, key), position))
-  count = xp.astype(is_first, "int32")
-  n_out = xp.astype(xp.sum(count), "int32")
-  slot = xp.where(is_first, xp.cumsum(count, 0) - 1, capacity)
+  first = xp.take(xp.segment_min(position, key, grid), key)
+  is_first = xp.logical_and(valid, xp.equal(first, position))
+  rank = xp.cumsum(xp.astype(is_first, "int32"), 0) - 1
+  n_out = xp.astype(xp.sum(xp.astype(is_first, "int32")), "int32")
+  out_row = xp.take(rank, first)
+  offset = np.tile(np.arange(kk - 1, -1, -1, dtype=np.int32), a)
+  dst = xp.where(xp.logical_and(valid, out_row < capacity), out_row * kk + offset, -1)
+  slot = xp.where(is_first, rank, capacity)
   h_out = xp.segment_sum(_pairs(xp, i + 1, j + 1, a * kk), slot, capacity) - 1
-  # src by gathering the input grid at each output site's window; offset k = u * f + v
-  # of the window is HWIO's (dy, dx) = (u, v).
-  out_columns = xp.transpose(h_out)
-  window = ((xp.reshape(xp.take(out_columns, 0), (capacity, 1)) + u) * w
-            + xp.reshape(xp.take(out_columns, 1), (capacity, 1)) + v)
-  padding = xp.reshape(xp.arange(capacity, "int32"), (capacity, 1)) >= xp.minimum(
-      n_out, capacity)
-  src = xp.where(padding, PAD, xp.take(site_of, window) - 1)  # -1 is GROUND.
-  return Rulebook(src=xp.astype(src, "int32"), h_out=h_out, n_out=n_out)
+  return Rulebook(h_out=h_out, n_out=n_out, dst=xp.reshape(dst, (a, kk)))
 
 
 def _pairs(xp, first, second, n):
   """An ``n x 2`` array from two length-``n`` vectors."""
   return xp.transpose(xp.reshape(first, (1, n)) * np.array([[1], [0]], np.int32)
                       + xp.reshape(second, (1, n)) * np.array([[0], [1]], np.int32))
+

@@ -200,13 +200,15 @@ def test_wrong_channel_counts_are_clear_errors(backend):
 
 def test_sparse_q_rejects_a_bad_rulebook():
   h, m, gs = _seed_sparse()
-  with pytest.raises(cg.CrossgradError, match="integer rulebook") as e:
-    cg.numpy.get("sparse_q")(m, gs, np.zeros((3, 4)))
-  assert e.value.op == "sparse_q" and e.value.argument == "input 'src'"
-  with pytest.raises(cg.CrossgradError, match="one column per filter offset"):
-    cg.numpy.get("sparse_q")(m, gs, np.zeros((3, 5), np.int32))
+  dst = np.zeros((3, 4), np.int32)
+  with pytest.raises(cg.CrossgradError, match="list the output sites") as e:
+    cg.numpy.get("sparse_q")(m, gs, np.zeros((5, 2)), dst)
+  assert e.value.op == "sparse_q" and e.value.argument == "input 'h_out'"
+  with pytest.raises(cg.CrossgradError, match="one row of Q entries per row of M") as e:
+    cg.numpy.get("sparse_q")(m, gs, h, np.zeros((2, 4), np.int32))
+  assert e.value.argument == "input 'dst'" and e.value.actual == "int32[2, 4]"
   with pytest.raises(cg.CrossgradError, match="one value per channel"):
-    cg.jax.get("sparse_q")(m, np.zeros(3), np.zeros((3, 4), np.int32))
+    cg.jax.get("sparse_q")(m, np.zeros(3), h, dst)
 
 
 @pytest.mark.parametrize("backend,jit", [("numpy", False), ("tensorflow", False),

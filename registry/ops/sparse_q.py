@@ -1,28 +1,26 @@
 """`sparse_q` (seed 001): the Q matrix of a sparse convolution, and its gradient.
 
-Inputs: ``M`` (input active-site values, ``a x n_in``), ``ground_state`` (``n_in``) and
-the integer rulebook ``src`` (``rows x f*f``, from `crossgrad.sparse.rulebook.build`).
-Output ``Q`` (``rows x f*f*n_in``): row ``r`` holds, for each filter offset ``k`` (HWIO
-order) and channel ``c``, ``M[src[r, k], c]``, or ``ground_state[c]`` where ``src`` is
-`GROUND`, or 0 on `PAD` rows; so ``Q @ kernel.reshape(f*f*n_in, n_out)`` is the VALID,
-stride-1 convolution at the output active sites.
+Inputs: ``M`` (input active-site values, ``a x n_in``), ``ground_state`` (``n_in``),
+and two integer inputs from `crossgrad.sparse.rulebook.build`: ``h_out`` (``rows x 2``,
+the output sites; padding rows -1) and ``dst`` (``a x f*f``: the entry ``r * f*f + k``
+of Q, output row ``r`` at filter offset ``k``, that each input row is copied to through
+each filter position; -1 for none). Output ``Q`` (``rows x f*f*n_in``): entry ``(r, k)``
+holds the ``M`` row that lands there, or ``ground_state`` where none does, or 0 on
+padding rows; so ``Q @ kernel.reshape(f*f*n_in, n_out)`` is the VALID, stride-1
+convolution at the output active sites.
 
-The forward is one gather from ``M`` with ``ground_state`` appended as an extra row.
-Backward as seed 001 derives it: ``dM[i]`` sums the ``dQ`` entries taken from ``M[i]``
-(at most one per filter offset, found by inverting the rulebook with one scatter of
-entry numbers, then gathered: ``a*f*f`` rows instead of a segment sum over all
-``rows*f*f``), and ``d ground_state`` is the total of ``dQ`` minus those active parts.
-``PAD`` rows carry no gradient.
-
-That inversion needs a real rulebook: each input site at most once per filter offset.
-Where ``src``'s values are known (eager) a repeated site is a `CrossgradError`; under
-``jax.jit``/``tf.function`` it is not checked, and ``dM`` would miss the repeats: build
-``src`` with `crossgrad.sparse.rulebook.build` (as `sparse_conv2d` does).
+The forward is the seed's: the ground state everywhere, the active values written over
+it, as one segment sum of the ``a*f*f`` copied rows (its cost follows the active sites;
+the rest is one elementwise pass over Q). The backward is its transpose, as seed 001
+derives it: ``dM[i]`` sums the ``dQ`` entries taken from ``M[i]`` (one gather of
+``a*f*f`` rows) and ``d ground_state`` is the total of ``dQ`` over live rows minus those
+active parts. Both hold for any ``dst``, not only a rulebook's: entries outside Q are
+dropped (no value, no gradient), and ``c`` rows landing on one entry make it their sum
+plus ``(1 - c)`` times the ground state (a rulebook has ``c`` 0 or 1).
 """
 
 import numpy as np
 
-from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.op_registry import register
 from crossgrad.registry.opdef import OpDef
@@ -31,69 +29,37 @@ from crossgrad.sparse import rulebook
 _INTEGER = ("int32", "int64")
 
 
-def _check_rulebook_values(xp, src, a):
-  """Each input site at most once per filter offset (what the backward's inversion needs)."""
-  values = validation.concrete_values(src)
-  if values is None:
-    return
-  rows, kk = values.shape
-  keys = (values * kk + np.arange(kk))[(values >= 0) & (values < a)]
-  unique, counts = np.unique(keys, return_counts=True)
-  if np.any(counts > 1):
-    key = int(unique[np.argmax(counts > 1)])
-    raise CrossgradError(
-        "the rulebook names an input site twice at one filter offset", op="sparse_q",
-        backend=xp.backend, argument="input 'src'",
-        expected="each site at most once per column",
-        actual=f"site {key // kk} {int(counts.max())} times in column {key % kk}",
-        hint="Build src with crossgrad.sparse.rulebook.build")
-
-
-def _forward(xp, M, ground_state, src):
-  rows, kk = src.shape
-  a, n_in = M.shape
-  _check_rulebook_values(xp, src, a)
-  # One gather from M with the ground state as row a; PAD reads a zero row.
-  rows_ext = xp.concatenate([M, xp.reshape(ground_state, (1, n_in))], 0)
-  index = xp.where(xp.equal(src, rulebook.GROUND), a, src)
-  q = xp.take(rows_ext, index)
-  return xp.reshape(q, (rows, kk * n_in)), (index, a)
+def _forward(xp, M, ground_state, h_out, dst):
+  rows, (a, kk), n_in = h_out.shape[0], dst.shape, M.shape[1]
+  entries = xp.reshape(dst, (a * kk,))
+  copies = xp.reshape(xp.broadcast_to(xp.reshape(M, (a, 1, n_in)), (a, kk, n_in)),
+                      (a * kk, n_in))
+  landed = xp.reshape(xp.segment_sum(copies, entries, rows * kk), (rows, kk, n_in))
+  count = xp.segment_sum(xp.ones((a * kk,), M.dtype), entries, rows * kk)
+  live = xp.reshape(xp.take(xp.transpose(h_out), 0) >= 0, (rows, 1))
+  # Ground-state weight per entry: 1 where nothing lands on a live row, 0 where one
+  # row lands (so the entry is that row exactly), 0 on padding rows.
+  weight = xp.reshape(xp.astype(live, M.dtype) - xp.reshape(count, (rows, kk)), (rows, kk, 1))
+  q = landed + weight * xp.reshape(ground_state, (1, 1, n_in))
+  return xp.reshape(q, (rows, kk * n_in)), (entries, live, a)
 
 
 def _backward(xp, residuals, g):
-  index, a = residuals
-  rows, kk = index.shape
-  n = rows * kk
-  flat = xp.reshape(g, (n, -1))
-  # The inverse rulebook: M[i] feeds at most one Q entry per offset k, so one scatter of
-  # entry numbers (no two land on one slot; ground and PAD entries are dropped) says
-  # which. dM is then a gather of a*f*f rows of dQ rather than a segment sum of all of
-  # them; a missing entry (-1) reads a zero row.
-  slot = xp.where(xp.logical_and(index >= 0, index < a),
-                  index * kk + xp.reshape(xp.arange(kk, "int32"), (1, kk)), -1)
-  entry = xp.segment_sum(xp.arange(n, "int32") + 1, xp.reshape(slot, (n,)), a * kk) - 1
-  d_m = xp.sum(xp.reshape(xp.take(flat, entry), (a, kk, -1)), 1)
-  # d ground_state as seed 001 derives it: the total of dQ over live rows (PAD rows carry
-  # no gradient) minus the active parts.
-  live = xp.greater(xp.take(xp.transpose(index), 0), rulebook.PAD)
-  total = xp.matmul(xp.reshape(xp.astype(live, g.dtype), (1, rows)), xp.reshape(g, (rows, -1)))
+  entries, live, a = residuals
+  rows, kk = live.shape[0], entries.shape[0] // a
+  by_entry = xp.reshape(g, (rows * kk, -1))
+  d_m = xp.sum(xp.reshape(xp.take(by_entry, entries), (a, kk, -1)), 1)
+  # Seed 001's d ground_state: the total of dQ over live rows minus the active parts.
+  total = xp.matmul(xp.reshape(xp.astype(live, g.dtype), (1, rows)), g)
   d_ground = xp.sum(xp.reshape(total, (kk, -1)), 0) - xp.sum(d_m, 0)
-  return d_m, d_ground, None
+  return d_m, d_ground, None, None
 
 
 def _check_inputs(specs):
-  m, ground, src = specs["M"], specs["ground_state"], specs["src"]
+  m, ground, h_out, dst = (specs[k] for k in ("M", "ground_state", "h_out", "dst"))
   if m.shape is not None and len(m.shape) != 2:
     raise CrossgradError("M must be a matrix of active-site values", argument="input 'M'",
                          expected="float[a, n_in]", actual=str(m))
-  if src.dtype not in _INTEGER or (src.shape is not None and len(src.shape) != 2):
-    raise CrossgradError("src must be an integer rulebook", argument="input 'src'",
-                         expected="int32[rows, f*f]", actual=str(src))
-  if src.shape is not None and src.shape[1] is not None:
-    f = int(round(src.shape[1] ** 0.5))
-    if f * f != src.shape[1]:
-      raise CrossgradError("src needs one column per filter offset", argument="input 'src'",
-                           expected="f*f columns", actual=src.shape[1])
   n_in = None if m.shape is None else m.shape[1]
   if ground.dtype != m.dtype or (ground.shape is not None and (
       len(ground.shape) != 1 or None not in (n_in, ground.shape[0])
@@ -101,6 +67,15 @@ def _check_inputs(specs):
     raise CrossgradError("ground_state needs one value per channel of M",
                          argument="input 'ground_state'", expected=f"{m.dtype}[{n_in}]",
                          actual=str(ground))
+  if h_out.dtype not in _INTEGER or (h_out.shape is not None and (
+      len(h_out.shape) != 2 or h_out.shape[1] not in (None, 2))):
+    raise CrossgradError("h_out must list the output sites", argument="input 'h_out'",
+                         expected="int32[rows, 2]", actual=str(h_out))
+  a = None if m.shape is None else m.shape[0]
+  if dst.dtype not in _INTEGER or (dst.shape is not None and (
+      len(dst.shape) != 2 or None not in (a, dst.shape[0]) and dst.shape[0] != a)):
+    raise CrossgradError("dst needs one row of Q entries per row of M",
+                         argument="input 'dst'", expected=f"int32[{a}, f*f]", actual=str(dst))
 
 
 def _sample(rng):
@@ -113,7 +88,7 @@ def _sample(rng):
   x = SparseData.from_dense(dense, ground_state, capacity=9)
   book = rulebook.build(_numpy_xp(), x.H, x.n_valid, x.dense_shape, 2,
                         rulebook.safe_capacity(9, x.dense_shape, 2) + 2)
-  return x.M, x.ground_state, book.src
+  return x.M, x.ground_state, book.h_out, book.dst
 
 
 def _numpy_xp():
@@ -127,8 +102,8 @@ SPARSE_Q = register(OpDef(
     backward=_backward,
     gradient="exact",
     sample=_sample,
-    nondiff=("src",),
+    nondiff=("h_out", "dst"),
     check_inputs=_check_inputs,
-    doc="Q of a sparse convolution (seed 001): gather of M / ground state by a rulebook; "
-        "segment-sum backward",
+    doc="Q of a sparse convolution (seed 001): ground state plus a scatter of M by the "
+        "rulebook; gather backward",
 ))
