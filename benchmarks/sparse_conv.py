@@ -13,7 +13,10 @@
 
 Everything framework-side runs compiled (`jax.jit`, `tf.function(jit_compile=True)`),
 including the rulebook built from H inside the step. Variants of one comparison run
-interleaved; each figure is the median of ``--repeats`` runs after warm-up.
+interleaved; each figure is the median over ``--repeats`` rounds of a warm call: the
+third of three back-to-back calls, as in a training loop. (On a shared VM a compiled
+call that follows idle time or other work runs up to 2x slower, cold caches; the seed's
+loops, at 8-200 ms a call, hardly notice.)
 
   python -m crossgrad.benchmarks.sparse_conv [--quick] [--json out/sparse_conv.json]
 """
@@ -24,14 +27,13 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import sparse_loops
+from crossgrad.benchmarks import timing
 from crossgrad.sparse import rulebook
 
 
@@ -42,19 +44,10 @@ def _sites(rng, shape, fraction):
   return cg.SparseData.from_dense(dense)
 
 
-def _median_times(fns: dict, repeats: int, warmup: int = 2) -> dict:
-  """Median seconds per variant; variants interleaved, in rotating order."""
-  for fn in fns.values():
-    for _ in range(warmup):
-      fn()
-  times = {name: [] for name in fns}
-  names = list(fns)
-  for r in range(repeats):
-    for name in names[r % len(names):] + names[:r % len(names)]:
-      start = time.perf_counter()
-      fns[name]()
-      times[name].append(time.perf_counter() - start)
-  return {name: statistics.median(t) for name, t in times.items()}
+def _median_times(fns: dict, repeats: int) -> dict:
+  """Median seconds of a warm call per variant: variants interleaved, and each sample
+  the third of three back-to-back calls (see the module docstring)."""
+  return timing.interleaved_medians(fns, repeats, warmup=2, warm=2)
 
 
 # Framework steps. Each returns a zero-argument callable that blocks on its result.
@@ -158,7 +151,7 @@ def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
       raise AssertionError(f"{name}: dM or d ground_state differs from the seed's loops")
   loop_repeats = max(3, repeats // 3)  # The loops are the slow part of the run.
   times = _median_times({k: v for k, v in fns.items() if k.startswith("loops")},
-                        loop_repeats, warmup=1)
+                        loop_repeats)
   times.update(_median_times({k: v for k, v in fns.items() if not k.startswith("loops")},
                              repeats))
   result = {"shape": list(shape), "f": f, "fraction": fraction, "active": int(x.n_valid),

@@ -15,9 +15,9 @@ import numpy as np
 
 
 def interleaved_medians(candidates: Mapping[str, Callable[[], Any]], repeats: int,
-                        warmup: int = 1, number: int = 1) -> dict[str, float]:
+                        warmup: int = 1, number: int = 1, warm: int = 0) -> dict[str, float]:
   """Median seconds per call of each callable, run round-robin so drift hits all alike
-  (each sample times ``number`` calls)."""
+  (each sample times ``number`` calls, after ``warm`` untimed calls of the same one)."""
   for fn in candidates.values():
     for _ in range(warmup):
       fn()
@@ -25,6 +25,8 @@ def interleaved_medians(candidates: Mapping[str, Callable[[], Any]], repeats: in
   order = list(candidates.items())
   for _ in range(repeats):
     for name, fn in order:
+      for _ in range(warm):
+        fn()
       start = time.perf_counter()
       for _ in range(number):
         fn()
