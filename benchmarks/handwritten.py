@@ -216,8 +216,11 @@ def tf_sparse_q(m, ground_state, h_out, dst):
   q = tf.reshape(landed + weight * ground_state, (rows, kk * n_in))
 
   def grad(g):
-    d_m = tf.reduce_sum(tf.reshape(tf.gather(tf.reshape(g, (-1, n_in)), tf.maximum(
-        entries, 0)) * tf.cast(entries[:, None] >= 0, g.dtype), (a, kk, n_in)), 1)
+    # tf.where, not a multiply by the mask: an entry of -1 reads an exact zero even
+    # where the row it was pointed at holds inf or NaN.
+    picked = tf.gather(tf.reshape(g, (-1, n_in)), tf.maximum(entries, 0))
+    picked = tf.where(entries[:, None] >= 0, picked, tf.zeros_like(picked))
+    d_m = tf.reduce_sum(tf.reshape(picked, (a, kk, n_in)), 1)
     total = tf.reduce_sum(tf.reshape(tf.reduce_sum(live * g, 0), (kk, n_in)), 0)
     return d_m, total - tf.reduce_sum(d_m, 0), None, None
 
