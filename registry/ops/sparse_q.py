@@ -48,7 +48,10 @@ def _backward(xp, residuals, g):
   entries, live, a = residuals
   rows, kk = live.shape[0], entries.shape[0] // a
   by_entry = xp.reshape(g, (rows * kk, -1))
-  d_m = xp.sum(xp.reshape(xp.take(by_entry, entries), (a, kk, -1)), 1)
+  # The sum over each site's f*f entries as a (batched) product with ones: compilers
+  # reduce a middle axis of n_in-wide rows slowly on CPU (XLA: 1.3x here).
+  picked = xp.reshape(xp.take(by_entry, entries), (a, kk, -1))
+  d_m = xp.reshape(xp.matmul(xp.ones((1, kk), g.dtype), picked), (a, -1))
   # Seed 001's d ground_state: the total of dQ over live rows minus the active parts.
   total = xp.matmul(xp.reshape(xp.astype(live, g.dtype), (1, rows)), g)
   d_ground = xp.sum(xp.reshape(total, (kk, -1)), 0) - xp.sum(d_m, 0)
