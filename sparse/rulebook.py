@@ -85,4 +85,3 @@ def _pairs(xp, first, second, n):
   """An ``n x 2`` array from two length-``n`` vectors."""
   return xp.transpose(xp.reshape(first, (1, n)) * np.array([[1], [0]], np.int32)
                       + xp.reshape(second, (1, n)) * np.array([[0], [1]], np.int32))
-
