@@ -3,8 +3,8 @@
 1. Q build (forward: rulebook + scatter) and Q gradient (backward: gather) of the
    vectorised `sparse_q` (compiled in JAX and TF; also the same code in NumPy) against
    seed 001's Python loops (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5;
-   "floor" bounds any design on this machine: a compiled JAX call that only writes a
-   Q-sized array (forward) or only reads dQ once (backward).
+   "floor" bounds any compiled design on this machine: a jitted JAX call that only
+   writes a Q-sized array (forward) or only reads dQ once (backward).
 2. One layer, forward + backward (gradients of M, ground_state, W, b), of
    `sparse_conv2d` against the framework's dense convolution (`tf.nn.conv2d`,
    `lax.conv_general_dilated`; gradients of the input, W, b) at 512x512x16, f=3,
@@ -116,7 +116,7 @@ def _jax_floor_steps(x, f, capacity):
 
   Forward: a jitted JAX call whose only work is to return a Q-sized array of the
   ground state (no rulebook, no active values). Backward: one that only sums dQ (every
-  gradient design reads it once). ``loops / floor`` bounds the speed-up reachable here.
+  gradient design reads it once). ``loops / floor`` bounds what compiled code reaches here.
   """
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
