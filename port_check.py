@@ -28,7 +28,7 @@ from absl import flags
 import numpy as np
 
 import crossgrad as cg
-from crossgrad.registry import crosscheck
+from crossgrad.checker import engine
 
 FLAGS = flags.FLAGS
 
@@ -98,12 +98,12 @@ def compare(forward, grad, inputs: Sequence[np.ndarray], cotangents: Sequence[np
     before_port()
   op = tf1.port(name, forward, grad, gradient="surrogate", num_outputs=num_outputs,
                 input_names=[f"x{i}" for i in range(len(inputs))], register=False)
-  tolerance = crosscheck.TOLERANCE[dtype.name]
+  tolerance = engine.TOLERANCE[dtype.name]
   rows = []
   for backend, mode in RUNS:
     outputs, grads = getattr(cg, backend).evaluate(op, {}, inputs, cotangents, mode=mode)
     for check, got, want in (("forward", outputs, legacy_out), ("grad", grads, legacy_grads)):
-      errors = [crosscheck.max_relative_error(a, b) for a, b in zip(got, want)]
+      errors = [engine.max_relative_error(a, b) for a, b in zip(got, want)]
       worst = int(np.argmax(errors))
       rows.append({"backend": backend, "mode": mode, "check": check,
                    "error": errors[worst], "tolerance": tolerance,

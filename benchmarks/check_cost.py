@@ -26,7 +26,7 @@ import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
-from crossgrad.registry import finite_diff
+from crossgrad.checker import finite_diff
 
 SIZES = (1_000, 1_000_000, 16_000_000)
 QUICK_SIZES = (1_000,)

@@ -37,7 +37,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.registry import crosscheck, validation
+from crossgrad.checker import engine
+from crossgrad.registry import validation
 from crossgrad.registry.ops import BUILTIN
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
@@ -231,7 +232,7 @@ def _tf_results(op, params, examples, cots, jit):
 
 
 def _errors(got, want):
-  return max((crosscheck.max_relative_error(g, w) for g, w in zip(got, want)), default=0.0)
+  return max((engine.max_relative_error(g, w) for g, w in zip(got, want)), default=0.0)
 
 
 def run_op(op, params, seed):
@@ -280,7 +281,7 @@ def main():
   for op in ops:
     for index, params in enumerate(op.param_sets):
       params = op.resolve_params(params)
-      entry = {"op": op.name, "params": crosscheck._params_label(params)}  # pylint: disable=protected-access
+      entry = {"op": op.name, "params": engine._params_label(params)}  # pylint: disable=protected-access
       try:
         entry["rows"] = run_op(op, params, seed=index)
       except Exception as e:  # pylint: disable=broad-except
