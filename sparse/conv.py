@@ -14,7 +14,7 @@ from typing import Any
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.sparse import rulebook
-from crossgrad.sparse.data import SparseData, validate
+from crossgrad.sparse.data import SparseData, dtype_name, validate
 
 OP = "sparse_conv2d"
 
@@ -68,6 +68,16 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *,
   return SparseData(book.h_out, m_out, (h - f + 1, w - f + 1, n_out), ground, n_valid)
 
 
+def for_backend(backend: str):
+  """`sparse_conv2d` bound to one backend: ``crossgrad.<backend>.sparse_conv2d``."""
+  def bound(x: SparseData, W: Any, b: Any, f: int, *, capacity: int | None = None):
+    return sparse_conv2d(backend, x, W, b, f, capacity=capacity)
+  bound.__name__ = bound.__qualname__ = "sparse_conv2d"
+  bound.__doc__ = (f"Seed 001's sparse convolution layer in {backend}; see "
+                   "`crossgrad.sparse.conv.sparse_conv2d`.")
+  return bound
+
+
 def _check(backend: str, x: SparseData, W: Any, b: Any, f: int) -> tuple[int, int]:
   def fail(problem, argument, expected, actual):
     raise CrossgradError(problem, op=OP, backend=backend, argument=argument,
@@ -88,10 +98,6 @@ def _check(backend: str, x: SparseData, W: Any, b: Any, f: int) -> tuple[int, in
   if tuple(int(d) for d in b.shape) != (n_out,):
     fail("bias needs one value per output channel", "b", f"({n_out},)", tuple(b.shape))
   for name, value in (("W", W), ("b", b), ("x.ground_state", x.ground_state)):
-    if _dtype(value) != _dtype(x.M):
-      fail("dtype differs from x.M's", name, _dtype(x.M), _dtype(value))
+    if dtype_name(value) != dtype_name(x.M):
+      fail("dtype differs from x.M's", name, dtype_name(x.M), dtype_name(value))
   return n_in, n_out
-
-
-def _dtype(x: Any) -> str:
-  return getattr(x.dtype, "name", str(x.dtype))
