@@ -15,6 +15,7 @@ from absl import flags
 from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import engine
+from crossgrad.checker import quiet
 from crossgrad.registry import op_registry
 from crossgrad.registry import ops  # pylint: disable=unused-import  # The built-in ops.
 from crossgrad.registry.errors import CrossgradError
@@ -44,6 +45,15 @@ def _fail(message: str) -> int:
 
 
 def main(argv):
+  with quiet.captured(enabled=not flags.FLAGS["verbosity"].present) as capture:
+    status = _check(argv)
+    if status == 1 and capture.path:
+      print(f"[crossgrad] framework messages: {capture.keep()} (--verbosity=0 shows them "
+            "as they come)", file=sys.stderr)
+  return status
+
+
+def _check(argv) -> int:
   if len(argv) > 1:
     return _fail(f"[crossgrad] unexpected arguments: {argv[1:]}")
   try:
