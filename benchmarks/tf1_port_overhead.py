@@ -6,7 +6,7 @@ via jax2tf.call_tf) and for the built-in ``custom_add`` (written against ``xp``)
 eager, TF graph (`tf.function`) and JAX jit. Runs are interleaved; each figure is the
 median of ``--repeats`` runs, reported as a ratio against the built-in op:
 
-  python -m crossgrad.benchmarks.tf1_port_overhead --size=1000 --repeats=300
+  python -m crossgrad.benchmarks.tf1_port_overhead [--quick] [--size=1000] [--repeats=300]
 """
 
 from __future__ import annotations
@@ -16,20 +16,23 @@ import os
 import platform
 import time
 
-import numpy as np
 from absl import app
 from absl import flags
+import numpy as np
 
 import crossgrad as cg
+from crossgrad.benchmarks import timing
 
 FLAGS = flags.FLAGS
+SIZE, REPEATS = 1000, 200
 
 
 def define_flags():
   """Defines the command-line flags; done at run time so imports define none."""
-  flags.DEFINE_integer("size", 1000, "Elements in each input.")
-  flags.DEFINE_integer("repeats", 200, "Timed runs of each variant (interleaved).")
-  flags.DEFINE_string("json", "out/tf1_port_overhead.json", "Where to write the JSON.")
+  timing.define_common_flags("tf1_port_overhead")
+  flags.DEFINE_integer("size", SIZE, "Elements in each input.")
+  flags.DEFINE_integer("repeats", None, f"Timed runs of each variant, interleaved (default "
+                       f"{REPEATS}, --quick: 5).")
 
 
 def _forward(c, k, d):
@@ -85,13 +88,18 @@ def measure(size: int, repeats: int) -> dict[str, float]:
   return {name: float(np.median(t)) for name, t in times.items()}
 
 
-def main(argv):
-  del argv
+def settings(quick: bool) -> dict:
+  """run()'s arguments for a full or a quick run."""
+  return {"size": SIZE, "repeats": 5 if quick else REPEATS}
+
+
+def run(size: int = SIZE, repeats: int = REPEATS, json_path: str | None = None) -> dict:
+  """Runs the benchmark, prints its table, writes JSON; returns the JSON payload."""
   import jax  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  medians = measure(FLAGS.size, FLAGS.repeats)
-  print(f"value and gradient of sum(custom_add(c, k, d)**2), {FLAGS.size} elements, median "
-        f"of {FLAGS.repeats} interleaved runs")
+  medians = measure(size, repeats)
+  print(f"value and gradient of sum(custom_add(c, k, d)**2), {size} elements, median "
+        f"of {repeats} interleaved runs")
   print(f"{'mode':10s} {'built-in us':>12s} {'ported us':>10s} {'ported/built-in':>16s}")
   rows = []
   for mode in ("tf_eager", "tf_graph", "jax_jit"):
@@ -99,13 +107,22 @@ def main(argv):
     rows.append({"mode": mode, "builtin_s": builtin, "ported_s": ported,
                  "ratio": ported / builtin})
     print(f"{mode:10s} {builtin * 1e6:12.1f} {ported * 1e6:10.1f} {ported / builtin:16.2f}")
-  report = {"size": FLAGS.size, "repeats": FLAGS.repeats, "rows": rows,
+  report = {"size": size, "repeats": repeats, "rows": rows,
             "environment": {"python": platform.python_version(), "platform": platform.platform(),
                             "numpy": np.__version__, "tensorflow": tf.__version__,
                             "jax": jax.__version__, "jax_devices": [str(d) for d in jax.devices()]}}
-  os.makedirs(os.path.dirname(FLAGS.json) or ".", exist_ok=True)
-  with open(FLAGS.json, "w") as f:
-    json.dump(report, f, indent=2)
+  if json_path:
+    os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
+    with open(json_path, "w") as f:
+      json.dump(report, f, indent=2)
+  return report
+
+
+def main(argv):
+  del argv  # Unused.
+  kwargs = settings(FLAGS.quick)
+  kwargs.update({k: v for k, v in (("size", FLAGS.size), ("repeats", FLAGS.repeats)) if v})
+  run(json_path=FLAGS.json, **kwargs)
 
 
 if __name__ == "__main__":
