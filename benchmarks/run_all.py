@@ -5,15 +5,19 @@ r"""Every benchmark in one run: tables on stdout, one JSON file each plus a summ
 Runs every benchmark binary in `BENCHMARKS`, `check_cost` first (its framework start-up
 baseline needs a process that has not loaded TensorFlow or JAX yet), each with its own
 full (or ``--quick``) settings, writing ``<out_dir>/<name>.json`` and
-``<out_dir>/summary.json`` (the headline figures and the environment). `PENDING` names
-the binaries not run yet, and every other module of this package is a library
-(`LIBRARIES`); tests/test_benchmarks_smoke.py keeps the three lists complete.
+``<out_dir>/summary.json`` (the headline figures, the environment, the date and the
+command). `PENDING` names the binaries not run yet, `TOOLS` the programs that are no
+benchmark (`docs_tables` renders docs/benchmarks.md from this JSON), and every other module
+of this package is a library (`LIBRARIES`); tests/test_benchmarks_smoke.py keeps the four
+lists complete.
 """
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import os
+import sys
 import time
 from typing import Sequence
 
@@ -29,6 +33,8 @@ BENCHMARKS = ("check_cost", "overhead", "tf1_idiom", "dispatch", "bernoulli_mask
               "tf1_port_overhead")
 # Benchmark binaries not run yet: sparse_conv gets settings()/run() with its absl rewrite.
 PENDING = ("sparse_conv",)
+# Programs that measure nothing: docs_tables writes docs/benchmarks.md from run_all's JSON.
+TOOLS = ("docs_tables",)
 # Modules the benchmarks import; not binaries.
 LIBRARIES = ("handwritten", "hlo", "sparse_loops", "timing")
 
@@ -62,9 +68,27 @@ def _headlines(results: dict) -> dict:
   return out
 
 
+def accelerators() -> list[str]:
+  """The non-CPU devices of the frameworks this process has loaded (``[]``: none)."""
+  found = set()
+  if "jax" in sys.modules:
+    found |= {f"{d.platform}: {d.device_kind}" for d in sys.modules["jax"].devices()
+              if d.platform != "cpu"}
+  if "tensorflow" in sys.modules:
+    config = sys.modules["tensorflow"].config
+    found |= {f"{d.device_type.lower()}: "
+              f"{config.experimental.get_device_details(d).get('device_name', d.name)}"
+              for d in config.list_physical_devices() if d.device_type != "CPU"}
+  torch = sys.modules.get("torch")
+  if torch is not None and torch.cuda.is_available():
+    found |= {f"gpu: {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count())}
+  return sorted(found)
+
+
 def run(quick: bool = False, out_dir: str = "out",
-        benchmarks: Sequence[str] = BENCHMARKS) -> dict:
-  """Runs the benchmarks in-process; returns ``{name: payload}`` plus a summary."""
+        benchmarks: Sequence[str] = BENCHMARKS, command: str | None = None) -> dict:
+  """Runs the benchmarks in-process; returns ``{name: payload}`` plus a summary (with the
+  date, the command line and the accelerators: what `docs_tables` puts on the page)."""
   results, seconds = {}, {}
   for name in benchmarks:
     module = importlib.import_module(f"crossgrad.benchmarks.{name}")
@@ -74,7 +98,9 @@ def run(quick: bool = False, out_dir: str = "out",
                                **module.settings(quick))
     seconds[name] = time.perf_counter() - start
   summary = {"title": "crossgrad benchmarks: headline figures", "quick": quick,
-             "seconds": seconds, "headlines": _headlines(results)}
+             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+             "command": command, "accelerators": accelerators(), "seconds": seconds,
+             "headlines": _headlines(results)}
   timing.write_json(os.path.join(out_dir, "summary.json"), summary)
   return {**results, "summary": summary}
 
@@ -88,7 +114,8 @@ def define_flags():
 
 def main(argv):
   del argv  # Unused.
-  run(FLAGS.quick, FLAGS.out_dir, FLAGS.only or BENCHMARKS)
+  run(FLAGS.quick, FLAGS.out_dir, FLAGS.only or BENCHMARKS,
+      command=" ".join(["python -m crossgrad.benchmarks.run_all", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":

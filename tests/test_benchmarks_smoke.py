@@ -142,13 +142,14 @@ def _is_program(path):
 
 def test_run_all_lists_every_benchmark_module():
   """run_all's lists split benchmarks/ exactly: the programs it runs (and the pending
-  ones) have a main guard and run()/settings(); libraries have neither."""
+  ones) have a main guard and run()/settings(); tools have a main guard; libraries have
+  neither."""
   folder = pathlib.Path(run_all.__file__).parent
   present = {p.stem: p for p in folder.glob("*.py") if p.stem not in ("__init__", "run_all")}
-  listed = run_all.BENCHMARKS + run_all.PENDING + run_all.LIBRARIES
+  listed = run_all.BENCHMARKS + run_all.PENDING + run_all.TOOLS + run_all.LIBRARIES
   assert sorted(listed) == sorted(present)  # Each module once, none missing.
   assert run_all.BENCHMARKS[0] == "check_cost"
-  for name in run_all.BENCHMARKS + run_all.PENDING:
+  for name in run_all.BENCHMARKS + run_all.PENDING + run_all.TOOLS:
     assert _is_program(present[name]), f"{name} is listed as a benchmark but is no program"
   for name in run_all.LIBRARIES:
     assert not _is_program(present[name]), f"{name} runs as a program: list it as a benchmark"

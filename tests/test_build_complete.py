@@ -94,9 +94,13 @@ def _has_main_guard(path):
              and getattr(n.test.left, "id", None) == "__name__" for n in tree.body)
 
 
+# Programs in benchmarks/ that are no benchmark (run_all.TOOLS), with their binaries' names.
+TOOLS = {"run_all": "run_all_benchmarks", "docs_tables": "benchmark_docs_tables"}
+
+
 def test_benchmark_binaries_follow_one_naming_rule():
-  """Every benchmark program has a py_binary named <module>_benchmark (run_all:
-  run_all_benchmarks), and every py_binary of benchmarks/ is named so."""
+  """Every benchmark program has a py_binary named <module>_benchmark (the tools: as
+  `TOOLS` says), and every py_binary of benchmarks/ is named so."""
   tree = ast.parse((ROOT / "BUILD").read_text())
   binaries = {_strings(_keyword(c, "main"))[0]: _strings(_keyword(c, "name"))[0]
               for c in _calls(tree, "py_binary")}
@@ -106,5 +110,5 @@ def test_benchmark_binaries_follow_one_naming_rule():
   assert programs == {main for main in binaries if main.startswith("benchmarks/")}
   for main in programs:
     module = main[len("benchmarks/"):-len(".py")]
-    expected = "run_all_benchmarks" if module == "run_all" else f"{module}_benchmark"
+    expected = TOOLS.get(module, f"{module}_benchmark")
     assert binaries[main] == expected, f"rename the py_binary of {main} to {expected}"
