@@ -35,10 +35,11 @@ class Cell:
 
   def detail(self) -> str:
     """Which row is the worst, for a tooltip: check, dtype, device, error, tolerance."""
+    rows = f"{self.count} row{'s' if self.count != 1 else ''}"
     if self.worst is None:
-      return f"{self.count} rows"
+      return rows
     w = self.worst
-    return (f"worst of {self.count} rows: {w.check} {w.dtype} {w.device}, error "
+    return (f"worst of {rows}: {w.check} {w.dtype} {w.device}, error "
             f"{format_error(w.error)}, tolerance {format_error(w.tolerance)}"
             + (f": {w.note}" if w.note else ""))
 

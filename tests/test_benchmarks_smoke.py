@@ -97,6 +97,8 @@ def test_run_all_quick_writes_every_table(tmp_path):
 
   summary = json.loads((tmp_path / "summary.json").read_text())
   assert summary["quick"] and _positive(summary["headlines"]["overhead_max_ratio_xla"])
+  assert summary["date"].startswith("20") and isinstance(summary["accelerators"], list)
+  assert list(summary["seconds"]) == list(run_all.BENCHMARKS)  # docs_tables' section order.
 
 
 def test_hand_written_baselines_compute_what_the_ops_compute():
