@@ -36,8 +36,10 @@ TEMPLATE: dict[str, dict[str, Any]] = {
     "summary": {"heading": "Headline figures",
                 "intro": "The figures the benchmarks' issues set targets for, collected by "
                          "`run_all` from the sections below."},
-    "bernoulli_mask": {"index": {"frameworks": ("framework", "setting")},
+    "bernoulli_mask": {"heading": "bernoulli_mask against the hand-written stop_gradient mask",
+                       "index": {"frameworks": ("framework", "setting")},
                        "hide": ("op_ms_all", "handwritten_ms_all")},
+    "tf1_port_overhead": {"heading": "an op ported from TF1 against the same op as an OpDef"},
 }
 # Section headings of common keys; any other key is shown with "_" as spaces.
 SECTIONS = {"rows": "Results", "no_baseline": "Ops without a hand-written baseline"}
@@ -148,8 +150,8 @@ def section(name: str, payload: dict[str, Any], machine: dict[str, Any],
   its own environment where it differs from the machine's, scalar figures, then one table
   per structured value."""
   spec = TEMPLATE.get(name, {})
-  heading = spec.get("heading") or payload.get("title") or name
-  lines = [f"## {heading}", ""]
+  heading = spec.get("heading") or payload.get("title")
+  lines = [f"## `{name}`" + (f": {heading}" if heading else ""), ""]
   intro = spec.get("intro") or _docstring(name)
   if intro:
     lines += [intro, ""]

@@ -98,7 +98,7 @@ def test_a_new_benchmark_renders_without_code(tmp_path):
                               "rows": [{"op": "leaky_relu", "ratio": 1.1}],
                               "by_size": {"1000": {"ms": 0.5}}})
   text = docs_tables.page(tmp_path, tmp_path / "page.md")
-  assert "## Torch overhead\n" in text and "| leaky_relu | 1.1 |" in text
+  assert "## `zz_new`: Torch overhead\n" in text and "| leaky_relu | 1.1 |" in text
   assert "### By size\n" in text and "| by_size 1 | ms |" in text and "| 1000 | 0.5 |" in text
   assert "| repeats | 3 |" in text and "| zz_ratio | 1.25 |" in text
   assert "ran for 3 s; load average 1m: 1." in text  # Its own load, not the machine's.
