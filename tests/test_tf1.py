@@ -13,6 +13,7 @@ from tensorflow.python.framework import ops as tf_ops
 
 import crossgrad as cg
 from crossgrad import tf1
+from crossgrad.tf1 import drop_in
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata"
 
@@ -149,13 +150,13 @@ def test_wrong_number_of_gradients_in_a_port():
 def test_no_random_names_and_no_state_left_behind():
   gc.collect()
   registered = len(tf_ops._gradient_registry.list())  # pylint: disable=protected-access
-  tables = len(tf1._GRAPH_GRADS)  # pylint: disable=protected-access
+  tables = len(drop_in._GRADS)  # pylint: disable=protected-access
   c, k, d, g = _arrays(5, 4)
   for _ in range(3):
     tf1.legacy_vjp(ADD.forward_func, ADD.backprop_func, [c, k, d], [g])
   gc.collect()
   assert len(tf_ops._gradient_registry.list()) == registered  # pylint: disable=protected-access
-  assert len(tf1._GRAPH_GRADS) == tables  # pylint: disable=protected-access
+  assert len(drop_in._GRADS) == tables  # pylint: disable=protected-access
   # The seed's helper, by contrast, registers a new random name on every call.
   _legacy_graph_add(c, k, d, g)
   assert len(tf_ops._gradient_registry.list()) == registered + 1  # pylint: disable=protected-access
@@ -309,16 +310,16 @@ def test_ported_jax_gradients_match_legacy_graph(jax_backward, jit):
     np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
-def test_auto_picks_a_callback_where_the_grad_calls_py_func():
+def test_auto_picks_native_or_a_callback_where_the_grad_calls_py_func():
   cube = tf1.port("tf1_test_cube_auto", register=False, **PORTS["tf1_test_cube"])
   square = tf1.port("tf1_test_square_auto", register=False, **PORTS["tf1_test_square"])
   x = np.linspace(1.0, 2.0, 5).astype(np.float32)
   for op, derivative in ((cube, 3 * x**2), (square, 2 * x)):
     g = jax.jit(jax.grad(lambda v, op=op: cg.jax.get(op)(v).sum()))(x)
     np.testing.assert_allclose(g, derivative, rtol=1e-6)
-  flat = [tf.constant(x)] * 3  # The input, the output and the upstream gradient.
-  assert cube.forward.port.uses_py_func(flat)
-  assert not square.forward.port.uses_py_func(flat)
+  flat = [x] * 3  # The input, the output and the upstream gradient.
+  assert cube.forward.port.jax_strategy(flat)[0] == "callback"
+  assert square.forward.port.jax_strategy(flat)[0] == "native"
 
 
 def test_planted_wrong_gradient_fails_the_cross_check():
