@@ -61,8 +61,9 @@ OP_TYPES: dict[str, OpType] = {t.name: t for t in (
     OpType("Relu", ("x",), lambda xp, x: xp.maximum(x, xp.zeros_like(x)),
            ((_NN, "relu"),), "max(x, 0) (tf.nn.relu)"),
     OpType("Identity", ("x",), lambda xp, x: x, ((_ARRAY, "identity"),), "x (tf.identity)"),
-    OpType("StopGradient", ("x",), lambda xp, x: x, ((_ARRAY, "stop_gradient"),),
-           "x (tf.stop_gradient)"),
+    # array_ops' wrapper stops the tape around the op, so it is the one to wrap.
+    OpType("StopGradient", ("x",), lambda xp, x: x,
+           (("tensorflow.python.ops.array_ops", "stop_gradient"),), "x (tf.stop_gradient)"),
     OpType("Cast", ("x",), _cast, ((_MATH, "cast"),),
            "x as `dtype` (tf.cast; static parameter dtype, default float32)",
            params={"dtype": "float32"}),
