@@ -102,11 +102,13 @@ def in_xla() -> bool:
   return control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph())
 
 
+_XLA = "cannot run under XLA (tf.function(jit_compile=True))"
+
+
 def refuse_under_xla(op: str, reason: str, hint: str):
   """A `CrossgradError` instead of XLA's "No registered 'PyFuncStateless' OpKernel"."""
   if in_xla():
-    raise CrossgradError(f"cannot run under XLA (tf.function(jit_compile=True)): {reason}",
-                         op=op, backend="tensorflow", hint=hint)
+    raise CrossgradError(f"{_XLA}: {reason}", op=op, backend="tensorflow", hint=hint)
 
 
 @contextlib.contextmanager
@@ -122,16 +124,22 @@ def quiet():
 
 
 def host_free_under_xla(op: str, what: str, fn: Callable[..., Any], *args: Any):
-  """``fn(*args)``; under XLA, a `CrossgradError` if it made a py_func (host) op."""
+  """``fn(*args)``; under XLA, a `CrossgradError` naming ``op`` if it makes a py_func."""
   if not in_xla():
     return fn(*args)
   graph = tf_ops.get_default_graph()
   before = len(graph.get_operations())
-  result = fn(*args)
-  host = sorted({o.type for o in graph.get_operations()[before:] if o.type in PYFUNC_TYPES})
+  try:
+    result = fn(*args)
+  except CrossgradError as e:  # A drop-in py_func inside refused first: name the op.
+    if not e.problem.startswith(_XLA):
+      raise
+    host = [f"py_func {e.op!r}"]
+  else:
+    host = sorted({o.type for o in graph.get_operations()[before:] if o.type in PYFUNC_TYPES})
   if host:
-    raise CrossgradError(
-        f"cannot run under XLA (tf.function(jit_compile=True)): {what} calls py_func "
-        f"({', '.join(host)}), NumPy code on the host", op=op, backend="tensorflow",
-        hint="Write it with TF ops, or leave jit_compile off for this function")
+    raise CrossgradError(f"{_XLA}: {what} calls {', '.join(host)}, NumPy code on the host",
+                         op=op, backend="tensorflow",
+                         hint="Write it with TF ops, or leave jit_compile off for this "
+                              "function")
   return result
