@@ -13,6 +13,7 @@ import tensorflow as tf
 from tensorflow.python.ops import gen_nn_ops
 
 import crossgrad as cg
+from crossgrad import scan
 from crossgrad import tf1
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata"
@@ -316,8 +317,8 @@ PORT_GRADS = {
 }
 
 
-def test_every_op_type_has_a_port_case():
-  assert sorted(PORT_GRADS) == sorted(tf1.OP_TYPES)
+def test_every_op_type_has_a_port_case_and_the_scanner_knows_it():
+  assert sorted(PORT_GRADS) == sorted(tf1.OP_TYPES) == list(scan.OP_TYPES)
 
 
 @pytest.mark.parametrize("op_type", sorted(PORT_GRADS))
