@@ -306,7 +306,8 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
     framework: ``"numpy"`` or ``"tensorflow"``: what a callable forward is written in.
     gradient: ``"exact"`` if grad is the forward's derivative, else ``"surrogate"``
       (default: surrogate for an op type, exact otherwise).
-    sample: ``sample(rng) -> inputs`` for the cross-check.
+    sample: ``sample(rng) -> inputs`` for the cross-check (an op type's default: standard
+      normal arrays of shape (3, 4)).
     nondiff: inputs without a gradient (names or indices).
     num_outputs: how many arrays a NumPy or TF forward returns.
     output_shapes: a NumPy forward's output shapes, or ``output_shapes(*input_shapes)``;
@@ -339,6 +340,7 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
                          expected=" or ".join(JAX_BACKWARDS), actual=repr(jax_backward))
   if kind == "op_type":
     names, params, num_outputs = tuple(input_names or forward.inputs), forward.params, 1
+    sample = sample or (lambda rng: tuple(rng.standard_normal((3, 4)) for _ in names))
   else:
     names, params = forward_input_names(name, forward, input_names), {}
   nondiff_argnums = {names.index(n) if isinstance(n, str) and n in names else n
