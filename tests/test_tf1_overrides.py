@@ -110,6 +110,21 @@ def test_binarized_net(mode):
   # Sign passes the gradient straight through: d/dx = g sign(w)^T.
   np.testing.assert_allclose(oracle[1][0], g @ np.sign(w).T, rtol=1e-6)
   assert_same(tf2_vjp(binary_dense, [x, w], g, mode), oracle)
+  # In a tf.compat.v1 graph too, as a drop-in for graph.gradient_override_map.
+  assert_same(tf1_vjp(binary_dense, [x, w], g), oracle)
+
+
+def test_binarized_weights_as_variables():
+  w = tf.Variable([[-1.0, 2.0], [0.5, -0.1]])
+
+  @tf.function(jit_compile=True)
+  def grad():
+    with tf.GradientTape() as tape:
+      with tf1.override_map({"Sign": "Identity"}):
+        loss = tf.reduce_sum(tf.sign(w) * 3.0)
+    return tape.gradient(loss, w)
+
+  np.testing.assert_array_equal(grad().numpy(), np.full((2, 2), 3.0))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -376,6 +391,7 @@ def test_defun_drop_in(mode):
   binarize = tf1.Defun(tf.float32, python_grad_func=DEFUN.binarize_ste._python_grad_func)(
       DEFUN.binarize_ste._func)
   assert_same(tf2_vjp(binarize, [x], g, mode), oracle)
+  assert_same(tf1_vjp(binarize, [x], g), oracle)  # And in a tf.compat.v1 graph.
   square = tf1.Defun(tf.float32, tf.float32,
                      python_grad_func=DEFUN.scaled_square._python_grad_func)(
                          DEFUN.scaled_square._func)
