@@ -403,7 +403,8 @@ def test_float64_py_func_whose_gradient_calls_py_func(mode, monkeypatch):
   y, grads = _drop_in_vjp(mode, F64.softplus, [x], g)
   np.testing.assert_allclose(y, oracle[0], rtol=1e-12)
   np.testing.assert_allclose(grads[0], oracle[1][0], rtol=1e-12)
-  op = tf1.port("tf1_test_softplus", F64._softplus, F64._softplus_grad,  # pylint: disable=protected-access
+  forward, grad = F64._softplus, F64._softplus_grad  # pylint: disable=protected-access
+  op = tf1.port("tf1_test_softplus", forward, grad,
                 sample=lambda rng: (rng.standard_normal((3, 4)),), register=False)
   report = cg.cross_check([op], dtypes=("float64",))
   assert report.ok, report.table(failures_only=True)

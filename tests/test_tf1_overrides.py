@@ -414,3 +414,25 @@ def test_defun_ports_are_native():
   assert binarize.input_names == ("x",)
   got = jax.vmap(jax.grad(lambda v: cg.jax.get(binarize)(v).sum()))(x)
   np.testing.assert_array_equal(got, (np.abs(x) <= 1).astype(np.float32))
+
+
+def test_translated_gradients_unbroadcast_and_name_what_cannot_translate():
+  op = tf1.port("tf1_test_mul_as_add", "Mul", "Add", register=False,
+                sample=lambda rng: (rng.standard_normal((3, 4)), rng.standard_normal((1, 4))))
+  report = cg.cross_check([op], dtypes=("float32",))
+  assert report.ok, report.table(failures_only=True)
+  x, y, g = _arrays(13, (3, 4), (1, 4), (3, 4))
+  _, grads = cg.jax.evaluate(op, {}, [x, y], [g], mode="jit")
+  np.testing.assert_allclose(grads[0], g)  # TF's Add gradient, summed over the broadcast.
+  np.testing.assert_allclose(grads[1], g.sum(axis=0, keepdims=True), rtol=1e-6)
+
+  def noisy(op, grad):
+    return grad * tf.random.uniform(tf.shape(grad))
+
+  auto = tf1.port("tf1_test_noisy", "Identity", noisy, register=False)
+  assert auto.forward.port.jax_strategy([x, x, g])[0] == "call_tf"
+  native = cg.jax.get(tf1.port("tf1_test_noisy_native", "Identity", noisy,
+                               jax_backward="native", register=False))
+  with pytest.raises(cg.CrossgradError,
+                     match=r"tf1_test_noisy_native.*RandomUniform.*random or stateful"):
+    jax.grad(lambda v: native(v).sum())(x)

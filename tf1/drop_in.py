@@ -115,8 +115,8 @@ def py_func(func: Callable[..., Any], inp: Sequence[Any], Tout: Any, stateful: b
   return _tf2_py_func(func, inp, Tout, stateful, name, grad)
 
 
-def Defun(*input_types: Any, python_grad_func: Callable[..., Any] | None = None,  # pylint: disable=invalid-name
-          func_name: str | None = None):
+def Defun(*input_types: Any,  # pylint: disable=invalid-name
+          python_grad_func: Callable[..., Any] | None = None, func_name: str | None = None):
   """Drop-in for ``tensorflow.python.framework.function.Defun``.
 
   TF1's Defun only works in a `tf.compat.v1` graph: TF2 eager fails and

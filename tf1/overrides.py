@@ -20,7 +20,6 @@ import tensorflow as tf
 from tensorflow.python.framework import importer
 from tensorflow.python.framework import ops as tf_ops
 
-from crossgrad.registry.errors import CrossgradError
 from crossgrad.tf1 import legacy
 from crossgrad.tf1 import op_types
 
@@ -35,6 +34,17 @@ def _stack() -> list[dict[str, tuple[Callable[..., Any], str]]]:
   if not hasattr(_local, "stack"):
     _local.stack, _local.busy = [], 0
   return _local.stack
+
+
+@contextlib.contextmanager
+def _busy():
+  """Inside a wrapper: ops made here (the op itself, its gradient) are TF's plain ones."""
+  _stack()
+  _local.busy += 1
+  try:
+    yield
+  finally:
+    _local.busy -= 1
 
 
 def _active(op_type: str):
@@ -98,20 +108,14 @@ def _overridden(op_type, entry, original, bound, names, tensors):
     outputs = original(*bound.args, **bound.kwargs)
 
     def backward(*upstream):
-      _local.busy += 1
-      try:
+      with _busy():
         return legacy.call_grad(grad, _legacy_op(op_type, inputs, outputs, bound), upstream,
                                 len(inputs), f"{op_type} overridden by {label}")
-      finally:
-        _local.busy -= 1
 
     return outputs, backward
 
-  _local.busy += 1
-  try:
+  with _busy():
     return core(*tensors)
-  finally:
-    _local.busy -= 1
 
 
 def _wrap(op_type: str, n_inputs: int, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -159,17 +163,23 @@ def _wrapped_import(original):
   return wrapper
 
 
+def _registered(name: str) -> Any:
+  try:
+    return tf_ops._gradient_registry.lookup(name)  # pylint: disable=protected-access
+  except LookupError:
+    return None
+
+
 def _native_name(grad: Callable[..., Any], label: str) -> str:
   """The name `tf.gradients` looks ``grad`` up by: its own, or one registered once."""
-  try:
-    if tf_ops._gradient_registry.lookup(label) is grad:  # pylint: disable=protected-access
-      return label
-  except LookupError:
-    pass
+  if _registered(label) is grad:
+    return label
   if grad not in _native_names:
-    name = f"CrossgradOverride{len(_native_names)}"
-    tf.RegisterGradient(name)(grad)
-    _native_names[grad] = name
+    n = len(_native_names)
+    while _registered(f"CrossgradOverride{n}") is not None:  # This module was reloaded.
+      n += 1
+    tf.RegisterGradient(f"CrossgradOverride{n}")(grad)
+    _native_names[grad] = f"CrossgradOverride{n}"
   return _native_names[grad]
 
 

@@ -109,7 +109,7 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     "ClipByValue": lambda ns, op, x, lo, hi: ns.minimum(ns.maximum(x, lo), hi),
     "Select": _select, "SelectV2": _select,
     "Fill": lambda ns, op, dims, value: ns.broadcast_to(value, tuple(int(d) for d in dims)),
-    "Cast": lambda ns, op, x: ns.astype(x, op.get_attr("DstT").as_numpy_dtype),
+    "Cast": lambda ns, op, x: ns.astype(x, np.dtype(op.get_attr("DstT").as_numpy_dtype)),
     "Reshape": lambda ns, op, x, shape: ns.reshape(x, tuple(int(d) for d in shape)),
     "ExpandDims": lambda ns, op, x, axis: ns.expand_dims(x, int(axis)),
     "Squeeze": _squeeze,
