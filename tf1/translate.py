@@ -4,8 +4,9 @@ forward) replayed op by op with the namespace, so its JAX twin is native (`jax.j
 
 Values that do not depend on the inputs (constants, shapes, `BroadcastGradientArgs`)
 are computed once, by TensorFlow itself, when the function is translated; the rest runs
-through `HANDLERS`. A function with another op on its inputs, a random or stateful op,
-or a captured variable is not translatable: `Program.missing` says why.
+through `HANDLERS`. A function that applies an op without a handler to its inputs, makes
+a random or stateful op or a py_func, or reads a variable is not translatable:
+`Program.missing` says why.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from crossgrad.registry.errors import CrossgradError
+from crossgrad.tf1 import legacy
 
 
 def _fn(ns, *names):
@@ -154,7 +156,8 @@ class Program:
 
   Attributes:
     missing: why the function cannot be translated (TF op types without a handler,
-      random or stateful ops, captured variables); empty where it can.
+      random or stateful ops, py_funcs, captured variables); empty where it can.
+    has_py_func: whether the function calls NumPy on the host (a py_func op).
   """
 
   def __init__(self, fn: Callable[..., Any], specs: Sequence[tf.TensorSpec]):
@@ -187,11 +190,12 @@ class Program:
 
   def _classify(self, op: tf.Operation):
     """Folds ``op`` now if its inputs are known; else records whether it can be replayed."""
-    if op.type in ("PyFunc", "PyFuncStateless", "EagerPyFunc"):
-      self.has_py_func = True
     if op.type == "Placeholder" or op.outputs[0].ref() in self._static:
       return
-    if op.type == "Const":
+    if op.type in legacy.PYFUNC_TYPES:
+      self.has_py_func = True
+      self.missing.append(f"TF op {op.type} ({op.name}) runs NumPy on the host")
+    elif op.type == "Const":
       self._store(op, [tf.make_ndarray(op.get_attr("value"))])
     elif op.type in _SHAPE_OPS and op.inputs[0].shape.is_fully_defined():
       self._store(op, [HANDLERS[op.type](np, op, np.zeros(op.inputs[0].shape))])
