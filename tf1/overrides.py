@@ -28,6 +28,8 @@ _lock = threading.Lock()
 _open = 0  # Scopes open in all threads; the TF functions stay wrapped while any is.
 _restore: list[tuple[Any, str, Any]] = []  # (module, attribute, original) to put back.
 _native_names: dict[Callable[..., Any], str] = {}  # Gradient -> its tf.RegisterGradient name.
+_table = None  # id(original) -> (original, wrapper) for every TF function wrapped.
+_found: tuple[int, list] = (-1, [])  # (len(sys.modules) when searched, the bindings found).
 
 
 def _stack() -> list[dict[str, tuple[Callable[..., Any], str]]]:
@@ -195,14 +197,25 @@ def _replacements() -> dict[int, tuple[Callable[..., Any], Callable[..., Any]]]:
   return table
 
 
+def _patches() -> list[tuple[Any, str, Any, Any]]:
+  """(module, attribute, original, wrapper) to apply: the wrappers are made once, the
+  bindings searched again only when modules were imported since (they may bind more)."""
+  global _table, _found
+  if _table is None:
+    _table = _replacements()
+  if _found[0] != len(sys.modules):
+    _found = (len(sys.modules), _bindings({k: v[0] for k, v in _table.items()}))
+  return [(module, attribute, original, _table[id(original)][1])
+          for module, attribute, original in _found[1]]
+
+
 def _install():
   global _open
   with _lock:
     _open += 1
     if _open == 1:
-      table = _replacements()
-      for module, attribute, original in _bindings({k: v[0] for k, v in table.items()}):
-        setattr(module, attribute, table[id(original)][1])
+      for module, attribute, original, wrapper in _patches():
+        setattr(module, attribute, wrapper)
         _restore.append((module, attribute, original))
 
 
