@@ -325,8 +325,12 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
 
 
 def _shape_arg(shape):
-  return [_index(shape, "shape")] if not isinstance(shape, (tuple, list)) else [
-      _index(s, "shape") for s in shape]
+  """A shape argument (an int, or a sequence such as a tuple or tf.TensorShape) as a list."""
+  if isinstance(shape, tf.TensorShape):
+    shape = shape.as_list()
+  if not isinstance(shape, (tuple, list)):
+    return [_index(shape, "shape")]
+  return [_index(s, "shape") for s in shape]
 
 
 def _fill_dtype(fill_value, dtype):
@@ -494,16 +498,52 @@ atanh = _unary("atanh", tf.math.atanh)
 cos = _unary("cos", tf.math.cos)
 cosh = _unary("cosh", tf.math.cosh)
 exp = _unary("exp", tf.math.exp)
-expm1 = _unary("expm1", tf.math.expm1)
 log = _unary("log", tf.math.log)
-log1p = _unary("log1p", tf.math.log1p)
+
+
+def _complex_expm1(z):
+  """exp(z) - 1, accurate near 0, with C99's special values (TF's gives NaN at infinities)."""
+  a, b = tf.math.real(z), tf.math.imag(z)
+  near = tf.logical_and(tf.math.is_finite(a), tf.math.is_finite(b))
+  a0, b0 = tf.where(near, a, tf.zeros_like(a)), tf.where(near, b, tf.zeros_like(b))
+  half = tf.math.sin(b0 / 2)
+  precise = tf.complex(tf.math.expm1(a0) * tf.math.cos(b0) - 2 * half * half,
+                       tf.math.exp(a0) * tf.math.sin(b0))
+  out = tf.where(near, precise, tf.math.exp(z) - tf.ones([], z.dtype))
+  # exp(+inf + i*inf or NaN) has no direction: inf + NaN j; exp(-inf + ...) - 1 is -1 + 0j.
+  out = tf.where(tf.logical_and(tf.equal(a, math.inf), tf.logical_not(tf.math.is_finite(b))),
+                 tf.complex(a, _nan_like(b)), out)
+  out = tf.where(tf.equal(a, -math.inf), tf.complex(-tf.ones_like(a), tf.zeros_like(b)), out)
+  real_axis = tf.where(tf.equal(a, 0), tf.zeros_like(a), tf.math.expm1(a))  # +0 at -0 + 0j.
+  return tf.where(tf.equal(b, 0), tf.complex(real_axis, b), out)
+
+
+def _complex_log1p(z):
+  """log(1 + z), accurate near 0 (TF's complex log1p gives NaN at infinities)."""
+  a, b = tf.math.real(z), tf.math.imag(z)
+  small = tf.less(tf.math.maximum(tf.math.abs(a), tf.math.abs(b)), 0.5)
+  a0, b0 = tf.where(small, a, tf.zeros_like(a)), tf.where(small, b, tf.zeros_like(b))
+  precise = tf.complex(0.5 * tf.math.log1p(a0 * (2 + a0) + b0 * b0), tf.math.atan2(b0, 1 + a0))
+  return tf.where(small, precise, tf.math.log(z + tf.ones([], z.dtype)))
+
+
+def _complex_tanh(z):
+  """TF's tanh, with tanh(+-inf + i*y) = +-1 + 0j for finite y as the standard says."""
+  a, b = tf.math.real(z), tf.math.imag(z)
+  limit = tf.logical_and(tf.math.is_inf(a), tf.math.is_finite(b))
+  return tf.where(limit, tf.complex(tf.math.sign(a), tf.zeros_like(b) * tf.math.sign(b)),
+                  tf.math.tanh(z))
+
+
+expm1 = _unary("expm1", tf.math.expm1, complex_fn=_complex_expm1)
+log1p = _unary("log1p", tf.math.log1p, complex_fn=_complex_log1p)
 log2 = _unary("log2", _log_base(2))
 log10 = _unary("log10", _log_base(10))
 sin = _unary("sin", tf.math.sin)
 sinh = _unary("sinh", tf.math.sinh)
 sqrt = _unary("sqrt", tf.math.sqrt)
 tan = _unary("tan", tf.math.tan)
-tanh = _unary("tanh", tf.math.tanh)
+tanh = _unary("tanh", tf.math.tanh, complex_fn=_complex_tanh)
 reciprocal = _unary("reciprocal", tf.math.reciprocal)
 ceil = _unary("ceil", tf.math.ceil, ints_identity=True)
 floor = _unary("floor", tf.math.floor, ints_identity=True)
@@ -685,7 +725,7 @@ def _int_division_operands(x1, x2):
 
 def _python_floor_divide(x1, x2):
   """Python's ``//`` for finite floats (from the remainder, as CPython and NumPy do)."""
-  mod = tf.math.truncatemod(x1, x2)
+  mod = tf.truncatemod(x1, x2)
   div = (x1 - mod) / x2
   fix = tf.logical_and(tf.not_equal(mod, 0), tf.not_equal(tf.less(x2, 0), tf.less(mod, 0)))
   div = tf.where(fix, div - 1, div)
@@ -712,7 +752,7 @@ def remainder(x1, x2, /):
   if _is_integral(x1):
     safe, _, bad = _int_division_operands(x1, x2)
     return tf.where(bad, tf.zeros_like(x1), tf.math.floormod(x1, safe))
-  mod = tf.math.truncatemod(x1, x2)
+  mod = tf.truncatemod(x1, x2)
   fix = tf.logical_and(tf.not_equal(mod, 0), tf.not_equal(tf.less(x2, 0), tf.less(mod, 0)))
   mod = tf.where(fix, mod + x2, mod)
   return tf.where(tf.equal(mod, 0), copysign(tf.zeros_like(mod), x2), mod)
@@ -747,17 +787,19 @@ def copysign(x1, x2, /):
   return tf.where(signbit(x2), -magnitude, magnitude)
 
 
-def _nan_propagating(fn):
+def _extremum(fn, pick_first):
+  """TF's maximum/minimum for integers; for floats NaN propagates and of equal values (-0 and
+  +0) the second wins, as in NumPy (TF's kernels differ between eager and XLA on both)."""
   def apply(a, b):
-    out = fn(a, b)
-    if _is_float(a):
-      out = tf.where(tf.math.is_nan(a), a, tf.where(tf.math.is_nan(b), b, out))
-    return out
+    if not _is_float(a):
+      return fn(a, b)
+    out = tf.where(pick_first(a, b), a, b)
+    return tf.where(tf.math.is_nan(a), a, tf.where(tf.math.is_nan(b), b, out))
   return apply
 
 
-maximum = _binary("maximum", _nan_propagating(tf.math.maximum))
-minimum = _binary("minimum", _nan_propagating(tf.math.minimum))
+maximum = _binary("maximum", _extremum(tf.math.maximum, tf.math.greater))
+minimum = _binary("minimum", _extremum(tf.math.minimum, tf.math.less))
 
 
 def hypot(x1, x2, /):
