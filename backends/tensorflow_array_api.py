@@ -37,8 +37,6 @@ array-object behaviour outside this namespace. The ``fft`` extension applies ``t
 one axis at a time.
 """
 
-from __future__ import annotations
-
 import builtins
 import collections
 import contextlib
@@ -1814,3 +1812,8 @@ class _Info:
 
 def __array_namespace_info__():
   return _Info()
+
+
+# The standard's names: its functions, dtypes, constants and the linalg and fft extensions.
+__all__ = sorted(name for name, value in globals().items()
+                 if not name.startswith("_") and not isinstance(value, types.ModuleType))

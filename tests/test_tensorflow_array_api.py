@@ -54,6 +54,41 @@ def _check(mode, call, *arrays, rtol=1e-6, atol=0.0, expected=None):
       np.testing.assert_array_equal(np.signbit(g[g == 0]), np.signbit(w[g == 0]))
 
 
+# The standard's names (2024.12: 133 functions, 13 dtypes, 5 constants, 2 extensions). -------
+
+_FUNCTIONS = """abs acos acosh add all any arange argmax argmin argsort asarray asin asinh astype
+atan atan2 atanh bitwise_and bitwise_invert bitwise_left_shift bitwise_or bitwise_right_shift
+bitwise_xor broadcast_arrays broadcast_to can_cast ceil clip concat conj copysign cos cosh
+count_nonzero cumulative_prod cumulative_sum diff divide empty empty_like equal exp expand_dims
+expm1 eye finfo flip floor floor_divide from_dlpack full full_like greater greater_equal hypot
+iinfo imag isdtype isfinite isinf isnan less less_equal linspace log log10 log1p log2 logaddexp
+logical_and logical_not logical_or logical_xor matmul matrix_transpose max maximum mean meshgrid
+min minimum moveaxis multiply negative nextafter nonzero not_equal ones ones_like permute_dims
+positive pow prod real reciprocal remainder repeat reshape result_type roll round searchsorted
+sign signbit sin sinh sort sqrt square squeeze stack std subtract sum take take_along_axis tan
+tanh tensordot tile tril triu trunc unique_all unique_counts unique_inverse unique_values unstack
+var vecdot where zeros zeros_like""".split()
+_DTYPE_NAMES = """bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64 complex64
+complex128""".split()
+_LINALG = """cholesky cross det diagonal eigh eigvalsh inv matmul matrix_norm matrix_power
+matrix_rank matrix_transpose outer pinv qr slogdet solve svd svdvals tensordot trace vecdot
+vector_norm""".split()
+_FFT = """fft ifft fftn ifftn rfft irfft rfftn irfftn hfft ihfft fftfreq rfftfreq fftshift
+ifftshift""".split()
+
+
+def test_public_names_are_exactly_the_standards():
+  assert len(_FUNCTIONS) == 133
+  want = set(_FUNCTIONS + _DTYPE_NAMES + ["e", "pi", "inf", "nan", "newaxis", "linalg", "fft"])
+  assert set(xp.__all__) == want
+  public = {n for n in dir(xp) if not n.startswith("_")}
+  assert public - want <= {"builtins", "collections", "contextlib", "math", "np", "operator",
+                           "tf", "types"}  # Only imported modules besides the standard.
+  assert set(vars(xp.linalg)) == set(_LINALG) and set(vars(xp.fft)) == set(_FFT)
+  assert all(getattr(xp, d) == tf.as_dtype(d) for d in _DTYPE_NAMES)
+  assert callable(xp.__array_namespace_info__)
+
+
 # Type promotion and Python scalars. ----------------------------------------------------------
 
 _NP_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
