@@ -1370,6 +1370,9 @@ def tensordot(x1, x2, /, *, axes=2):
 
 def vecdot(x1, x2, /, *, axis=-1):
   x1, x2 = _promote(x1, x2)
+  n1, n2 = x1.shape[axis], x2.shape[axis]  # The vectors' axis does not broadcast.
+  if n1 is not None and n2 is not None and n1 != n2:
+    raise ValueError(f"vecdot: axis {axis} has sizes {n1} and {n2}")
   x1, x2 = broadcast_arrays(x1, x2)
   axis = _norm_axis(axis, x1.shape.rank)[0]
   return tf.reduce_sum(conj(x1) * x2, axis)
@@ -1381,7 +1384,8 @@ def _diagonal(x, offset=0):
   r0, c0 = _py_max(0, -offset), _py_max(0, offset)
   length = _py_max(0, _py_min(m - r0, n - c0))
   flat = tf.reshape(x, _shape(x)[:-2] + [m * n])
-  return tf.gather(flat, [(r0 + j) * n + c0 + j for j in range(length)], axis=-1)
+  positions = tf.constant([(r0 + j) * n + c0 + j for j in range(length)], int64)
+  return tf.gather(flat, positions, axis=-1)
 
 
 def _trace(x, /, *, offset=0, dtype=None):
