@@ -454,12 +454,31 @@ def triu(x, /, *, k=0):
   return tf.where(_band_mask(x, k, False), x, tf.zeros_like(x))
 
 
+def _host_view(x):
+  """A NumPy view of a CPU DLPack exporter, or None (a device buffer)."""
+  try:
+    return np.from_dlpack(x)
+  except (BufferError, RuntimeError, TypeError, ValueError):
+    return None
+
+
 def from_dlpack(x, /, *, device=None, copy=None):
-  if copy is True:
-    raise BufferError("from_dlpack(copy=True) is not supported by TensorFlow")
-  capsule = x.__dlpack__() if hasattr(x, "__dlpack__") else x
-  with _device(device):
-    return tf.experimental.dlpack.from_dlpack(capsule)
+  """Imports a DLPack exporter. TF's CPU kernels abort on buffers that are not 64-byte aligned,
+  as NumPy's often are, so those are copied (and refused with ``copy=False``)."""
+  if isinstance(x, (tf.Tensor, tf.Variable)):
+    with _device(device):
+      return tf.identity(x) if copy or device is not None else tf.convert_to_tensor(x)
+  host = _host_view(x)
+  if host is not None and (copy or host.ctypes.data % 64):
+    if copy is False:
+      raise BufferError("from_dlpack(copy=False): the buffer is not 64-byte aligned for TF")
+    with _device(device):
+      return tf.constant(np.array(host, copy=True))
+  y = tf.experimental.dlpack.from_dlpack(x.__dlpack__() if hasattr(x, "__dlpack__") else x)
+  if device is not None:
+    with tf.device(device):
+      return tf.identity(y)
+  return y
 
 
 # ---------------------------------------------------------------------------------------------

@@ -433,3 +433,18 @@ def test_fft(mode):
   _check(mode, lambda m, a: m.fft.fftshift(m.fft.ifftshift(a, axes=1)), _M)
   _check(mode, lambda m: m.fft.fftfreq(5, d=0.5, dtype=m.float64),
          expected=np.fft.fftfreq(5, d=0.5))
+
+
+def test_from_dlpack_aliases_aligned_buffers_and_copies_the_rest():
+  buffer = np.zeros(16)
+  start = (-buffer.ctypes.data % 64) // 8
+  aligned, shifted = buffer[start:start + 3], buffer[start + 1:start + 4]
+  alias, copy = xp.from_dlpack(aligned), xp.from_dlpack(aligned, copy=True)
+  moved = xp.from_dlpack(shifted)  # TF's kernels would abort on it: copied.
+  buffer[start + 1] = 9.0
+  np.testing.assert_array_equal(xp.multiply(alias, 2.0), [0.0, 18.0, 0.0])
+  np.testing.assert_array_equal(xp.multiply(copy, 2.0), [0.0, 0.0, 0.0])
+  np.testing.assert_array_equal(xp.multiply(moved, 2.0), [0.0, 0.0, 0.0])
+  with pytest.raises(BufferError):
+    xp.from_dlpack(shifted, copy=False)
+  np.testing.assert_array_equal(xp.from_dlpack(tf.constant([1, 2], tf.uint64), copy=True), [1, 2])
