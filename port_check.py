@@ -96,7 +96,7 @@ def compare(forward, grad, inputs: Sequence[np.ndarray], cotangents: Sequence[np
   legacy_grads = [np.zeros_like(x) if g is None else g for x, g in zip(inputs, legacy_grads)]
   if before_port is not None:
     before_port()
-  op = tf1.port(name, forward, grad, gradient="surrogate", num_outputs=num_outputs,
+  op = tf1.port(name, forward, grad, gradient="declared", num_outputs=num_outputs,
                 input_names=[f"x{i}" for i in range(len(inputs))], register=False)
   tolerance = engine.TOLERANCE[dtype.name]
   rows = []

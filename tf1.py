@@ -366,7 +366,8 @@ def port(name: str, forward: Callable[..., Any], grad: Callable[..., Any], *,
     name: registry name.
     forward: the legacy NumPy forward ``forward(*inputs)``.
     grad: the legacy TF gradient ``grad(op, *grads)``.
-    gradient: ``"exact"`` if grad is the forward's derivative, else ``"surrogate"``.
+    gradient: ``"exact"`` if grad is the forward's derivative, else ``"declared"`` (a
+      legacy override is its own specification: `OpDef` has no surrogate for it).
     sample: ``sample(rng) -> inputs`` for the cross-check.
     nondiff: inputs without a gradient (names or indices).
     num_outputs: how many arrays the forward returns.
