@@ -141,7 +141,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     return outs, grads
 
   if mode == "jit":
-    run = jax.jit(run)
+    run = base.compiled((fn, mode, device), lambda: jax.jit(run))
   target = find_device(device)
   with precision_scope(list(inputs) + list(cotangent)), jax.default_device(target):
     args = [jax.device_put(x, target) for x in inputs]

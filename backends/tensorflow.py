@@ -197,7 +197,8 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     return outs, grads
 
   if mode != "eager":
-    run = tf.function(run, jit_compile=(mode == "jit"), autograph=False)
+    run = base.compiled((fn, mode, device), lambda: tf.function(
+        run, jit_compile=(mode == "jit"), autograph=False))
   with tf.device("/device:" + device.upper()):
     args = [tf.constant(x) for x in inputs]
     cots = [None if c is None else tf.constant(c) for c in cotangent]
