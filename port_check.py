@@ -16,10 +16,7 @@ swaps that helper for `crossgrad.tf1.py_func` for the TF2 and JAX runs only.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
-import os
 import sys
 from typing import Any, Sequence
 
@@ -29,6 +26,7 @@ import numpy as np
 
 import crossgrad as cg
 from crossgrad.checker import engine
+from crossgrad.checker import selection
 
 FLAGS = flags.FLAGS
 
@@ -52,20 +50,6 @@ def define_flags():
 
 
 RUNS = (("tensorflow", "eager"), ("tensorflow", "graph"), ("jax", "eager"), ("jax", "jit"))
-
-
-def load_module(spec: str):
-  """A module by dotted name, or from a ``.py`` path."""
-  if spec.endswith(".py") or os.sep in spec:
-    name = "crossgrad_port_check_" + os.path.splitext(os.path.basename(spec))[0]
-    module_spec = importlib.util.spec_from_file_location(name, spec)
-    if module_spec is None:
-      raise cg.CrossgradError("cannot load the module", argument="--module",
-                              expected="a .py file or a dotted module name", actual=spec)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
-  return importlib.import_module(spec)
 
 
 def _attribute(module, dotted: str):
@@ -127,7 +111,7 @@ def main(argv):
     return 2
   from crossgrad import tf1  # pylint: disable=g-import-not-at-top
   try:
-    module = load_module(FLAGS.module)
+    module = selection.load_module(FLAGS.module)
     forward, grad = _attribute(module, FLAGS.forward), _attribute(module, FLAGS.grad)
     n_inputs = len(tf1.forward_input_names(FLAGS.forward, forward))
     rng = np.random.default_rng(FLAGS.seed)
