@@ -57,6 +57,8 @@ class _Specs:
 def _forward(op: OpDef, params: dict, inputs: Sequence[Any]):
   outputs, residuals = validation.check_forward_result(
       op, NAME, op.forward(xp, *inputs, **params))
+  validation.check_output_dtypes(op, NAME, [spec_of(x) for x in inputs],
+                                 [spec_of(o) for o in validation.as_tuple(outputs)])
   return (tuple(outputs) if isinstance(outputs, (tuple, list)) else outputs), residuals
 
 

@@ -149,6 +149,7 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
     output_list = validation.as_tuple(outputs)
     input_specs = [spec_of(x) for x in inputs]
     output_specs = [spec_of(o) for o in output_list]
+    validation.check_output_dtypes(op, NAME, input_specs, output_specs)
 
     def grad(*upstream):
       g = validation.cotangent_for(op, output_specs, upstream,

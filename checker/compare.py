@@ -152,6 +152,14 @@ FTZ = ("subnormals flushed to zero (FTZ/DAZ), as TensorFlow and XLA do on CPU",
        flush_subnormals)
 
 
+def unsigned_zeros(actual: np.ndarray, expected: np.ndarray):
+  """Both arrays with every zero made +0.0."""
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if not np.issubdtype(expected.dtype, np.floating):
+    return actual, expected
+  return actual + np.zeros((), actual.dtype), expected + np.zeros((), expected.dtype)
+
+
 def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str],
             tolerance: float, *, bitwise: bool = False, elementwise: bool = False,
             reference: str = "reference",
@@ -167,21 +175,23 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
     elementwise: for special inputs: NaN, infinities and signed zeros must match element
       for element, and the relative error is taken per element (`_robust_errors`).
     reference: what ``expected`` is called in notes ("reference", "cpu:0").
-    relaxations: ``(what, transform)`` pairs tried in order where the strict comparison
-      fails (never with ``bitwise``): the row passes if it passes with each pair of
-      arrays replaced by ``transform(actual, expected)``, and its note says ``what``.
+    relaxations: ``(what, transform)`` pairs, where the strict comparison fails (never
+      with ``bitwise``): the first, then the first two, ... are applied to each pair of
+      arrays (``transform(actual, expected)``); the row passes if one such comparison
+      does, and its note says which were needed.
   """
   result = _compare(actual, expected, names, tolerance, bitwise, elementwise, reference)
   if result.ok or bitwise or result.ulps is None:
     return result
-  for what, transform in relaxations:
-    pairs = [(a, e) if a is None or e is None else transform(a, e)
-             for a, e in zip(actual, expected)]
+  pairs = list(zip(actual, expected))
+  for used, (_, transform) in enumerate(relaxations, 1):
+    pairs = [(a, e) if a is None or e is None else transform(a, e) for a, e in pairs]
     relaxed = _compare([a for a, _ in pairs], [e for _, e in pairs], names, tolerance,
                        bitwise, elementwise, reference)
     if relaxed.ok:  # The error is the relaxed one; ULPs and the note tell the strict story.
+      whats = "; ".join(what for what, _ in relaxations[:used])
       return dataclasses.replace(relaxed, ulps=result.ulps,
-                                 note=f"{what}; strictly {result.note.split(': ', 1)[1]}")
+                                 note=f"{whats}; strictly {result.note.split(': ', 1)[1]}")
   return result
 
 

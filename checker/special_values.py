@@ -14,8 +14,8 @@ finite values at the row's tolerance) with the NumPy reference on the same input
 
 Legitimate framework differences pass with a note saying which: subnormal results
 flushed to zero (FTZ, TensorFlow and XLA on CPU) always; those an op declares in
-`OpDef.special_differences` (``"daz"``: the backend matches the reference run with
-subnormal inputs read as zero) for that op only.
+`OpDef.special_differences` for that op only (``"signed_zero"``: 0.0 matches -0.0;
+``"daz"``: the backend matches the reference run with subnormal inputs read as zero).
 """
 
 from __future__ import annotations
@@ -121,11 +121,13 @@ def prepare(op: OpDef, params: dict, inputs: Sequence[np.ndarray], dtype: str, r
   if "daz" in op.special_differences:
     read = [_read_as_zero(x) for x in special]
     if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(read, special)):
-      alternatives.append((
-          f"declared difference: {SPECIAL_DIFFERENCES['daz']} "
-          f"({op.special_differences['daz']})",
-          _reference(op, params, read, reference, cotangent)[0]))
+      alternatives.append((_declared(op, "daz"),
+                           _reference(op, params, read, reference, cotangent)[0]))
   return Case(special, cotangent, expected, names, alternatives)
+
+
+def _declared(op: OpDef, kind: str) -> str:
+  return f"declared difference: {SPECIAL_DIFFERENCES[kind]} ({op.special_differences[kind]})"
 
 
 def row(op: OpDef, params: dict, label: str, module: Any, device: str, dtype: str, mode: str,
@@ -141,11 +143,14 @@ def row(op: OpDef, params: dict, label: str, module: Any, device: str, dtype: st
                False, f"{type(e).__name__}: {text[0] if text else ''}"[:300],
                time.perf_counter() - start)
   actual = [*outputs, *cotangents]
+  relaxations = [compare.FTZ]
+  if "signed_zero" in op.special_differences:
+    relaxations.append((_declared(op, "signed_zero"), compare.unsigned_zeros))
   result = compare.compare(actual, case.expected, case.names, tolerance, bitwise=bitwise,
-                           elementwise=True, relaxations=[compare.FTZ])
+                           elementwise=True, relaxations=relaxations)
   for what, expected in ([] if result.ok or bitwise else case.alternatives):
     alternative = compare.compare(actual, expected, case.names, tolerance, elementwise=True,
-                                  relaxations=[compare.FTZ])
+                                  relaxations=relaxations)
     if alternative.ok:
       result = dataclasses.replace(
           alternative, ulps=result.ulps,

@@ -13,6 +13,8 @@ GRADIENT_KINDS = ("exact", "surrogate", "declared")
 # Differences between frameworks an op may declare for the cross-check's special values.
 SPECIAL_DIFFERENCES = {
     "daz": "subnormal inputs read as zero (DAZ), as TensorFlow and XLA do on CPU",
+    "signed_zero": "the sign of a zero result differs (xp.sign(-0.0) is 0.0 in NumPy and "
+                   "TensorFlow, -0.0 in JAX)",
 }
 _NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
@@ -55,9 +57,10 @@ class OpDef:
       their neighbouring floats, besides 0, -0.0, +-inf, NaN and the dtype's extremes.
     special_differences: ``{kind: reason}`` for legitimate framework differences the op
       shows on special values, ``kind`` from `SPECIAL_DIFFERENCES` (``"daz"``: a
-      subnormal input read as zero changes a branch, e.g. ``x > 0`` at a kink); a
-      ``special`` row then also passes where the backend matches the reference run that
-      way, and its note says so with the reason.
+      subnormal input read as zero changes a branch, e.g. ``x > 0`` at a kink: the row
+      also passes where the backend matches the reference run that way; ``"signed_zero"``:
+      0.0 and -0.0 results count as equal); the row's note names the difference and the
+      reason.
   """
 
   name: str
@@ -87,13 +90,16 @@ class OpDef:
           actual=repr(self.name))
     for field in ("forward", "backward"):
       if not callable(getattr(self, field)):
-        self._fail(f"'{field}' must be callable", actual=type(getattr(self, field)).__name__)
+        self._fail(f"'{field}' must be callable", argument=field,
+                   actual=type(getattr(self, field)).__name__)
     for field in ("surrogate", "sample", "check_inputs", "edge_samples"):
       value = getattr(self, field)
       if value is not None and not callable(value):
-        self._fail(f"'{field}' must be callable or None", actual=type(value).__name__)
+        self._fail(f"'{field}' must be callable or None", argument=field,
+                   actual=type(value).__name__)
     if self.gradient not in GRADIENT_KINDS:
-      self._fail("unknown 'gradient'", expected=" or ".join(map(repr, GRADIENT_KINDS)),
+      self._fail("unknown kind of gradient", argument="gradient",
+                 expected=" or ".join(map(repr, GRADIENT_KINDS)),
                  actual=repr(self.gradient))
     if self.surrogate is not None and self.gradient != "surrogate":
       self._fail(f"'surrogate' only applies to gradient='surrogate' (a {self.gradient} op "

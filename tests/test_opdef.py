@@ -31,7 +31,7 @@ def test_signature_gives_inputs_and_static_parameters():
     (dict(name="has space"), "invalid op name"),
     (dict(forward=None), "'forward' must be callable"),
     (dict(backward=3), "'backward' must be callable"),
-    (dict(gradient="approximate"), "unknown 'gradient'"),
+    (dict(gradient="approximate"), "gradient: unknown kind of gradient"),
     (dict(surrogate=lambda xp, x, *, scale=1.0: x), "only applies to gradient='surrogate'"),
     (dict(forward=lambda xp: (xp, ())), "forward takes no inputs"),
     (dict(forward=lambda xp, *xs: (xs, ())), "named positional parameters"),
