@@ -416,7 +416,8 @@ def port(name: str, forward: Callable[..., Any], grad: Callable[..., Any], *,
     if existing is None or [_function_key(f) for f in (existing.forward, existing.grad)] != [
         _function_key(f) for f in (forward, grad)]:
       raise CrossgradError("name already registered with a different definition", op=name,
-                           argument="name", hint="Pick another name, or unregister the old op first")
+                           argument="name",
+                           hint="Pick another name, or unregister the old op first")
     return op_registry.get(name)
   return op_registry.register(op)
 

@@ -55,7 +55,8 @@ def load(name: str):
   except ImportError as e:
     raise CrossgradError(
         f"backend needs a framework that is not installed ({e})", backend=name,
-        argument=f"backend {name!r}", hint=f'Install it with: pip install "crossgrad[{_EXTRAS.get(name, name)}]"') from e
+        argument=f"backend {name!r}",
+        hint=f'Install it with: pip install "crossgrad[{_EXTRAS.get(name, name)}]"') from e
 
 
 def make_get(backend: str, emit: Callable[[OpDef, dict], Callable[..., Any]]):

@@ -102,8 +102,8 @@ def _robust_errors(a: np.ndarray, e: np.ndarray) -> np.ndarray:
   unlike the maximum it is not swamped by the dtype's extremes in special inputs.
   """
   a, e = a.astype(np.float64), e.astype(np.float64)
-  finite = np.abs(e[np.isfinite(e)])
-  typical = float(np.median(finite)) if finite.size else 0.0
+  finite = np.sort(np.abs(e[np.isfinite(e)]))
+  typical = float(finite[finite.size // 2]) if finite.size else 0.0  # No mean: no overflow.
   both = np.isfinite(a) & np.isfinite(e)
   a, e = np.where(both, a, 0.0), np.where(both, e, 0.0)
   with np.errstate(over="ignore"):
@@ -135,21 +135,36 @@ def _mismatch(note: str) -> Comparison:
   return Comparison(float("inf"), None, False, note)
 
 
+FLUSH_SLACK = 64  # In smallest normals: a flushed subnormal term times the op's constants.
+
+
 def flush_subnormals(actual: np.ndarray, expected: np.ndarray):
-  """Both arrays with +0.0 wherever each holds a zero or a subnormal and one a subnormal:
-  flush-to-zero hardware (FTZ/DAZ) loses subnormals and with them the sign of a zero."""
+  """Both arrays with +0.0 wherever they differ by at most `FLUSH_SLACK` smallest normals:
+  flush-to-zero hardware (FTZ/DAZ) turns subnormal results and intermediates (``b * x``
+  in ``a * y + b * x``) into zeros, losing that much and the sign of a zero."""
   actual, expected = np.asarray(actual), np.asarray(expected)
   if not np.issubdtype(expected.dtype, np.floating) or actual.shape != expected.shape:
     return actual, expected
-  tiny = np.finfo(expected.dtype).tiny
-  small_a, small_e = np.abs(actual) < tiny, np.abs(expected) < tiny
-  flushed = small_a & small_e & ((actual != 0) | (expected != 0))
+  with np.errstate(over="ignore", invalid="ignore"):
+    gap = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+  close = gap <= FLUSH_SLACK * float(np.finfo(expected.dtype).tiny)
   zero = np.zeros((), expected.dtype)
-  return np.where(flushed, zero, actual), np.where(flushed, zero, expected)
+  return np.where(close, zero, actual), np.where(close, zero, expected)
 
 
 FTZ = ("subnormals flushed to zero (FTZ/DAZ), as TensorFlow and XLA do on CPU",
        flush_subnormals)
+
+
+def overflowed_sums(actual: np.ndarray, expected: np.ndarray):
+  """Both arrays with 0.0 wherever either is NaN or infinite: the result of a sum whose
+  partial sums overflow depends on the order it adds in (NaN, +-inf or finite)."""
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if not np.issubdtype(expected.dtype, np.floating):
+    return actual, expected
+  either = ~(np.isfinite(actual) & np.isfinite(expected))
+  zero = np.zeros((), expected.dtype)
+  return np.where(either, zero, actual), np.where(either, zero, expected)
 
 
 def unsigned_zeros(actual: np.ndarray, expected: np.ndarray):

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from crossgrad.checker import compare, finite_diff, selection, special_values
-from crossgrad.registry import op_registry, validation
+from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 from crossgrad.checker.report import Report, Row
@@ -209,7 +209,11 @@ def cross_check(
     special: also compare every setting on special values (``special`` rows).
 
   Returns:
-    A `Report`; ``report.ok`` is True only if every row passed.
+    A `Report`; ``report.ok`` is True only if every row passed and one checked something.
+
+  Raises:
+    CrossgradError: an unknown op, backend, dtype, device, mode or tolerance, or a
+      selection that checks nothing (`selection`).
   """
   start = time.perf_counter()
   opdefs = selection.ops(ops)

@@ -15,7 +15,8 @@ finite values at the row's tolerance) with the NumPy reference on the same input
 Legitimate framework differences pass with a note saying which: subnormal results
 flushed to zero (FTZ, TensorFlow and XLA on CPU) always; those an op declares in
 `OpDef.special_differences` for that op only (``"signed_zero"``: 0.0 matches -0.0;
-``"daz"``: the backend matches the reference run with subnormal inputs read as zero).
+``"overflow_order"``: NaN and infinities match anything; ``"daz"``: the backend matches
+the reference run with subnormal inputs read as zero).
 """
 
 from __future__ import annotations
@@ -144,8 +145,10 @@ def row(op: OpDef, params: dict, label: str, module: Any, device: str, dtype: st
                time.perf_counter() - start)
   actual = [*outputs, *cotangents]
   relaxations = [compare.FTZ]
-  if "signed_zero" in op.special_differences:
-    relaxations.append((_declared(op, "signed_zero"), compare.unsigned_zeros))
+  for kind, transform in (("signed_zero", compare.unsigned_zeros),
+                          ("overflow_order", compare.overflowed_sums)):
+    if kind in op.special_differences:
+      relaxations.append((_declared(op, kind), transform))
   result = compare.compare(actual, case.expected, case.names, tolerance, bitwise=bitwise,
                            elementwise=True, relaxations=relaxations)
   for what, expected in ([] if result.ok or bitwise else case.alternatives):

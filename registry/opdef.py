@@ -15,6 +15,8 @@ SPECIAL_DIFFERENCES = {
     "daz": "subnormal inputs read as zero (DAZ), as TensorFlow and XLA do on CPU",
     "signed_zero": "the sign of a zero result differs (xp.sign(-0.0) is 0.0 in NumPy and "
                    "TensorFlow, -0.0 in JAX)",
+    "overflow_order": "a sum that overflows depends on the order it adds in (NaN, +-inf or "
+                      "a finite value, by framework)",
 }
 _NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
@@ -59,8 +61,9 @@ class OpDef:
       shows on special values, ``kind`` from `SPECIAL_DIFFERENCES` (``"daz"``: a
       subnormal input read as zero changes a branch, e.g. ``x > 0`` at a kink: the row
       also passes where the backend matches the reference run that way; ``"signed_zero"``:
-      0.0 and -0.0 results count as equal); the row's note names the difference and the
-      reason.
+      0.0 and -0.0 results count as equal; ``"overflow_order"``: where either side is NaN
+      or infinite, as sums (matmul, reductions) of the dtype's extremes are); the row's
+      note names the difference and the reason.
   """
 
   name: str
