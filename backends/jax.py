@@ -57,6 +57,8 @@ class _Specs:
 def _forward(op: OpDef, params: dict, inputs: Sequence[Any]):
   outputs, residuals = validation.check_forward_result(
       op, NAME, op.forward(xp, *inputs, **params))
+  validation.check_output_dtypes(op, NAME, [spec_of(x) for x in inputs],
+                                 [spec_of(o) for o in validation.as_tuple(outputs)])
   return (tuple(outputs) if isinstance(outputs, (tuple, list)) else outputs), residuals
 
 
@@ -141,7 +143,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     return outs, grads
 
   if mode == "jit":
-    run = jax.jit(run)
+    run = base.compiled((fn, mode, device), lambda: jax.jit(run))
   target = find_device(device)
   with precision_scope(list(inputs) + list(cotangent)), jax.default_device(target):
     args = [jax.device_put(x, target) for x in inputs]

@@ -60,6 +60,8 @@ def _run_forward(op: OpDef, params: dict, arrays: list[np.ndarray]):
     outputs = tuple(np.asarray(o) for o in outputs)
   else:
     outputs = np.asarray(outputs)
+  validation.check_output_dtypes(op, NAME, [spec_of(x) for x in arrays],
+                                 [spec_of(o) for o in validation.as_tuple(outputs)])
   return outputs, residuals
 
 

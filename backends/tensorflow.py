@@ -149,6 +149,7 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
     output_list = validation.as_tuple(outputs)
     input_specs = [spec_of(x) for x in inputs]
     output_specs = [spec_of(o) for o in output_list]
+    validation.check_output_dtypes(op, NAME, input_specs, output_specs)
 
     def grad(*upstream):
       g = validation.cotangent_for(op, output_specs, upstream,
@@ -197,7 +198,8 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     return outs, grads
 
   if mode != "eager":
-    run = tf.function(run, jit_compile=(mode == "jit"), autograph=False)
+    run = base.compiled((fn, mode, device), lambda: tf.function(
+        run, jit_compile=(mode == "jit"), autograph=False))
   with tf.device("/device:" + device.upper()):
     args = [tf.constant(x) for x in inputs]
     cots = [None if c is None else tf.constant(c) for c in cotangent]

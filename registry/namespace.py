@@ -99,7 +99,7 @@ class Namespace:
     extra = sorted(set(table) - set(FUNCTIONS))
     if missing or extra:
       raise CrossgradError("namespace does not match the documented list", backend=backend,
-                           expected="exactly the documented names",
+                           argument="table", expected="exactly the documented names",
                            actual=f"missing {missing}, extra {extra}")
     self._backend = backend
     self.__dict__.update(table)

@@ -22,7 +22,9 @@ def clip(np_like: Any, x, lo, hi):
 def unbroadcast(np_like: Any, x, like):
   """Sums ``x`` down to ``like``'s shape, undoing broadcasting (gradients of broadcast inputs)."""
   x, shape = np_like.asarray(x), np_like.shape(like)
-  return np_like.reshape(np_like.sum(x, axis=broadcasting.sum_axes(x.shape, shape)), shape)
+  axes = broadcasting.sum_axes(x.shape, shape)
+  # A sum over no axes is not the identity in NumPy: it turns -0.0 into 0.0.
+  return np_like.reshape(np_like.sum(x, axis=axes) if axes else x, shape)
 
 
 def take(np_like: Any, x, indices, axis=0):

@@ -58,7 +58,7 @@ def test_integer_input_is_non_differentiable(backend_vjp):
 def test_user_ops_pass_the_cross_check():
   report = cg.cross_check([MAGNITUDE_AND_SIGN, SCALE_ROWS])
   assert report.ok, report.table(failures_only=True)
-  assert {r.check for r in report.rows} == {"fd", "forward", "vjp"}
+  assert {r.check for r in report.rows} == {"fd", "forward", "vjp", "special"}
 
 
 def test_integer_into_differentiable_input_is_an_error(backend_vjp):

@@ -10,9 +10,9 @@ true derivative; for the centers the paper's update instead of the derivative,
 (zero for a class with no sample in the batch), so one SGD step of learning rate
 ``alpha / g`` on ``c`` is the paper's ``c_j <- c_j - alpha * delta c_j``. No function has
 this backward as its gradient (the mixed partials differ by the factor 1 / (1 + n_j)),
-so the op declares no surrogate: ``x`` is an ``exact_inputs`` entry, which the
-cross-check verifies by finite differences; dc is compared across backends, and
-tests/test_center_loss.py checks it against the paper's formula.
+so ``dc`` is declared (``gradient="declared"``): ``x`` is an ``exact_inputs`` entry, which
+the cross-check verifies by finite differences; dc has no oracle there and is compared
+across backends, and tests/test_center_loss.py checks it against the paper's formula.
 
 Labels outside [0, K) are a `CrossgradError` wherever their values are known when the op
 runs (NumPy, eager TensorFlow and JAX). Under ``tf.function`` and ``jax.jit`` they cannot
@@ -101,7 +101,7 @@ CENTER_LOSS = register(OpDef(
     name="center_loss",
     forward=_forward,
     backward=_backward,
-    gradient="surrogate",
+    gradient="declared",
     sample=_sample,
     nondiff=("y",),
     exact_inputs=("x",),

@@ -63,5 +63,8 @@ POSITIVE_MATMUL = register(OpDef(
     gradient="exact",
     sample=_sample,
     check_inputs=_check_inputs,
+    edge_samples=lambda: (0.0,),  # The kink of relu(w), and the subnormals beside it.
+    special_differences={"daz": "a positive subnormal weight is not > 0 there, so it is "
+                                "clipped to 0 and gets no gradient"},
     doc="x @ relu(w)^T, gradient for w only where w > 0 (exact)",
 ))
