@@ -11,7 +11,6 @@ from crossgrad.backends import numpy
 from crossgrad.registry import ops as _builtin_ops  # Registers the built-in ops.
 from crossgrad.registry.crosscheck import cross_check
 from crossgrad.registry.errors import CrossgradError
-from crossgrad.registry.namespace import FUNCTIONS as NAMESPACE_FUNCTIONS
 from crossgrad.registry.op_registry import get
 from crossgrad.registry.op_registry import names
 from crossgrad.registry.op_registry import register
@@ -29,7 +28,6 @@ _LAZY_BACKENDS = ("tensorflow", "jax")
 __all__ = (
     "ArraySpec",
     "CrossgradError",
-    "NAMESPACE_FUNCTIONS",
     "OpDef",
     "Report",
     "Row",
