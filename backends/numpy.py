@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-import array_api_compat.numpy as _compat
 import numpy as np
 
 from crossgrad.backends import base
@@ -37,10 +36,35 @@ def _largest(dtype):
   return np.finfo(dtype).max if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).max
 
 
-# Where NumPy's own function departs from the standard (array-api-tests): `sort` and
-# `argsort` lack `descending`, `finfo` and `iinfo` refuse arrays, `clip` names its bounds
-# `a_min`/`a_max`. array_api_compat's versions conform.
-_FROM_COMPAT = ("argsort", "clip", "finfo", "iinfo", "sort")
+# Where NumPy's own functions depart from the standard (array-api-tests 2024.12): `sort` and
+# `argsort` lack `descending`, `finfo` and `iinfo` refuse arrays, `clip` calls its bounds
+# `a_min`/`a_max`. (array_api_compat.numpy fixes these too, but importing it loads
+# numpy.testing and numpy.f2py: it would double the time of `import crossgrad`.)
+def _argsort(x, /, *, axis=-1, descending=False, stable=True):
+  kind = "stable" if stable else None
+  if not descending:
+    return np.argsort(x, axis=axis, kind=kind)
+  # Sorting the reversed array keeps equal elements in their original order.
+  flipped = np.flip(np.argsort(np.flip(x, axis=axis), axis=axis, kind=kind), axis=axis)
+  return x.shape[axis] - 1 - flipped
+
+
+def _sort(x, /, *, axis=-1, descending=False, stable=True):
+  if descending:
+    return np.take_along_axis(x, _argsort(x, axis=axis, descending=True, stable=stable),
+                              axis=axis)
+  return np.sort(x, axis=axis, kind="stable" if stable else None)
+
+
+def _info(numpy_info):
+  def info(type_, /):
+    return numpy_info(type_.dtype if isinstance(type_, np.ndarray) else type_)
+  return info
+
+
+def _clip(x, /, min=None, max=None):  # pylint: disable=redefined-builtin
+  return np.clip(x, min, max)
+
 
 xp = Namespace(
     NAME, np,
@@ -50,7 +74,8 @@ xp = Namespace(
         "segment_min": _segment(np.minimum.at, _largest),
         "one_hot": _one_hot,
         "unbroadcast": functools.partial(numpy_like.unbroadcast, np)},
-    overrides={name: getattr(_compat, name) for name in _FROM_COMPAT})
+    overrides={"argsort": _argsort, "sort": _sort, "finfo": _info(np.finfo),
+               "iinfo": _info(np.iinfo), "clip": _clip})
 
 
 def spec_of(x: Any) -> validation.ArraySpec:
