@@ -64,8 +64,10 @@ logical_and, logical_or, logical_not = tf.logical_and, tf.logical_or, tf.logical
 bitwise_xor, bitwise_or = _binary(tf.bitwise.bitwise_xor), _binary(tf.bitwise.bitwise_or)
 bitwise_left_shift = _binary(tf.bitwise.left_shift)
 bitwise_right_shift = _binary(tf.bitwise.right_shift)
-sum, mean = _reduction(tf.reduce_sum), _reduction(tf.reduce_mean)  # pylint: disable=redefined-builtin
-max, min = _nan_reduction(tf.reduce_max), _nan_reduction(tf.reduce_min)  # pylint: disable=redefined-builtin
+# pylint: disable-next=redefined-builtin
+sum, mean = _reduction(tf.reduce_sum), _reduction(tf.reduce_mean)
+# pylint: disable-next=redefined-builtin
+max, min = _nan_reduction(tf.reduce_max), _nan_reduction(tf.reduce_min)
 
 
 def any(x, /, *, axis=None, keepdims=False):  # pylint: disable=redefined-builtin

@@ -42,7 +42,8 @@ CALLS = {
     "max": ((_X,), lambda xp, x: xp.max(x, axis=(0, 1))),
     "min": ((_X,), lambda xp, x: xp.min(x, axis=-1)),
     "reshape": ((_X,), lambda xp, x: xp.reshape(x, (3, 2))),
-    "permute_dims": ((_X,), lambda xp, x: xp.matrix_transpose(x) * 2.0 + xp.permute_dims(x, (1, 0))),
+    "permute_dims": ((_X,), lambda xp, x: xp.matrix_transpose(x) * 2.0
+                     + xp.permute_dims(x, (1, 0))),
     "broadcast_to": ((_X,), lambda xp, x: xp.broadcast_to(x[:1], (4, 3))),
     "expand_dims": ((_X,), lambda xp, x: xp.expand_dims(x, 1)),
     "matmul": ((_X, _Y), lambda xp, x, y: xp.matmul(x, xp.matrix_transpose(y))),
