@@ -147,6 +147,9 @@ class _Group:
       raise UnknownName(f"{where} is in the Array API standard {VERSION} but this backend "
                         "does not implement it yet", backend=self._backend, argument=where,
                         hint=_HINTS[self._label])
+    if where == "xp.fft":
+      raise UnknownName("xp.fft (optional in the standard) is not provided by this backend",
+                        backend=self._backend, argument=where, hint=_HINTS["xp.fft"])
     renamed = f"; the standard calls it {RENAMED[name]}" if self._label == "xp" and (
         name in RENAMED) else ""
     raise UnknownName(f"{where} is not in crossgrad's op namespace{renamed}",

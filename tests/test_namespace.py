@@ -155,6 +155,15 @@ def test_names_outside_the_standard_are_a_clear_error(backend, name, standard):
   assert not hasattr(xp, name)  # Also an AttributeError, as code for the standard expects.
 
 
+def test_fft_is_optional():
+  assert cg.numpy.xp.fft.rfftfreq(4).shape == (3,)
+  bare = namespace.Namespace("numpy", np.linalg, extensions=dict.fromkeys(namespace.EXTENSIONS))
+  with pytest.raises(cg.CrossgradError, match=r"xp\.fft \(optional in the standard\) is not "
+                     "provided by this backend"):
+    bare.fft  # pylint: disable=pointless-statement
+  assert "sort" in bare.missing and not hasattr(bare, "fft")
+
+
 def test_linalg_holds_only_the_standard_extension():
   with pytest.raises(cg.CrossgradError, match=r"xp\.linalg\.norm is not in crossgrad's op "
                      r"namespace.*linear_algebra_functions\.html"):
