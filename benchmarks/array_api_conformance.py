@@ -16,6 +16,7 @@ writes everything (with each failure's message) as JSON.
 from __future__ import annotations
 
 import collections
+from importlib import metadata
 import json
 import os
 import pathlib
@@ -142,6 +143,21 @@ def _print(selection: str, results: dict[str, dict]):
               ("file", *names, *(f"s {n}" for n in names)), rows, None)
 
 
+def _versions(suite: str) -> dict[str, str]:
+  """The libraries under test and the suite's commit, read without importing them."""
+  found = {}
+  for package in ("numpy", "jax", "tensorflow", "hypothesis"):
+    try:
+      found[package] = metadata.version(package)
+    except metadata.PackageNotFoundError:
+      pass
+  for name, folder in (("array-api-tests", suite), ("array-api", f"{suite}/array-api")):
+    done = subprocess.run(["git", "-C", folder, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False)
+    found[name] = done.stdout.strip() or "unknown"
+  return found
+
+
 def run(suite: str, namespaces: Sequence[str], selections: Sequence[str], *,
         max_examples: int, files: Sequence[str] = (), keyword: str | None = None,
         timeout_s: int = 1800, json_path: str | None = None) -> dict:
@@ -158,6 +174,7 @@ def run(suite: str, namespaces: Sequence[str], selections: Sequence[str], *,
   payload = {"title": f"array-api-tests {VERSION} per namespace",
              "settings": {"max_examples": max_examples, "files": list(files),
                           "keyword": keyword, "selections": SELECTIONS},
+             "versions": _versions(suite),
              "results": results}
   if json_path:
     timing.write_json(json_path, payload)
