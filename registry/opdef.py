@@ -23,7 +23,7 @@ _NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class OpDef:
-  """A custom-gradient op written once against a NumPy-style namespace ``xp``.
+  """A custom-gradient op written once against ``xp``, the Array API standard namespace.
 
   Attributes:
     name: registry name, letters, digits, ``_`` and ``.``.

@@ -48,7 +48,7 @@ def _check_label_values(xp, y, num_classes):
 def _forward(xp, x, y, c):
   num_classes = c.shape[0]
   _check_label_values(xp, y, num_classes)
-  one_hot = xp.one_hot(y, num_classes, x.dtype)  # (m, K)
+  one_hot = xp.one_hot(y, num_classes, dtype=x.dtype)  # (m, K)
   diff = x - xp.matmul(one_hot, c)  # x_i - c[y_i]
   return 0.5 * xp.sum(xp.square(diff)), (diff, one_hot)
 
@@ -56,7 +56,7 @@ def _forward(xp, x, y, c):
 def _backward(xp, residuals, g):
   diff, one_hot = residuals
   counts = xp.sum(one_hot, axis=0)  # n_j
-  pulls = xp.matmul(xp.transpose(one_hot), -diff)  # sum_i [y_i = j] (c_j - x_i)
+  pulls = xp.matmul(xp.matrix_transpose(one_hot), -diff)  # sum_i [y_i = j] (c_j - x_i)
   delta_c = pulls / xp.expand_dims(1.0 + counts, 1)
   return g * diff, None, g * delta_c
 
