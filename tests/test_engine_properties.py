@@ -28,7 +28,7 @@ import pytest
 import crossgrad as cg
 from crossgrad.backends import base
 from crossgrad.registry import validation
-from crossgrad.registry.namespace import FUNCTIONS, Namespace
+from crossgrad.registry.namespace import EXTENSIONS, Namespace
 
 TWIN = "twin"
 EXAMPLES = int(os.environ.get("CROSSGRAD_PROPERTY_EXAMPLES", "0"))  # 0: the quick default.
@@ -39,7 +39,8 @@ class _Twin:
   """NumPy under another name: a second backend whose ops can carry their own bug."""
 
   NAME, VERSION, MODES = TWIN, np.__version__, ("eager",)
-  xp = Namespace(TWIN, {name: getattr(cg.numpy.xp, name) for name in FUNCTIONS})
+  xp = Namespace(TWIN, cg.numpy.xp,
+                 extensions={name: getattr(cg.numpy.xp, name) for name in EXTENSIONS})
 
   def __init__(self):
     self.get = base.make_get(TWIN, lambda op, params: (
