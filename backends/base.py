@@ -4,6 +4,7 @@ cached `get`, mode checks. The protocol itself is `crossgrad.backends.protocol`.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any, Callable
 
 from crossgrad.backends import protocol
@@ -11,14 +12,21 @@ from crossgrad.registry import op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
-BUILT_IN = ("numpy", "tensorflow", "jax")
-_EXTRAS = {"tensorflow": "tensorflow", "jax": "jax"}
+BUILT_IN = ("numpy", "tensorflow", "jax", "torch")
+_EXTRAS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+_OPTIONAL = ("torch",)  # Cross-checked by default only where installed.
 _REGISTERED: dict[str, Any] = {}
 
 
 def names() -> list[str]:
   """Every backend that `load` takes: the built-in ones, then the registered ones."""
   return list(BUILT_IN) + sorted(set(_REGISTERED) - set(BUILT_IN))
+
+
+def default_backends() -> list[str]:
+  """What the cross-check compares with the reference by default: TensorFlow and JAX,
+  and each optional framework (PyTorch) that is installed (found without importing it)."""
+  return ["tensorflow", "jax"] + [n for n in _OPTIONAL if importlib.util.find_spec(n)]
 
 
 def register(backend: Any) -> Any:

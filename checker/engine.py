@@ -28,13 +28,17 @@ from crossgrad.registry.opdef import OpDef
 from crossgrad.checker.report import Report, Row
 
 TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
-DEFAULT_BACKENDS = ("tensorflow", "jax")
 DEFAULT_DTYPES = ("float32", "float64")
 
 
 def _load(name: str):
   from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
   return base.load(name)
+
+
+def _default_backends() -> list[str]:
+  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  return base.default_backends()
 
 
 def max_relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
@@ -199,7 +203,7 @@ def _first_line(e: BaseException) -> str:
 def cross_check(
     ops: Iterable[str | OpDef] | str | OpDef | None = None,
     *,
-    backends: Sequence[str] = DEFAULT_BACKENDS,
+    backends: Sequence[str] | None = None,
     dtypes: Sequence[str] = DEFAULT_DTYPES,
     devices: str | Sequence[str] = "all",
     modes: Sequence[str] | None = None,
@@ -211,14 +215,15 @@ def cross_check(
 
   Args:
     ops: what to check.
-    backends: frameworks compared with the NumPy reference.
+    backends: frameworks compared with the NumPy reference (default: TensorFlow, JAX and
+      PyTorch where installed; `crossgrad.backends.base.default_backends`).
     dtypes: floating dtypes the inputs are cast to (integer inputs stay integer).
     devices: "all", a platform ("cpu", "gpu", "tpu") or device names ("gpu:1"), or a
       list of these. Where more than one device runs, ``device`` rows compare each one
       with the backend's first device (same dtype and mode); a request a backend has no
       device for is a failing row.
     modes: execution modes to cover, e.g. ("eager", "jit"); default every mode each
-      backend has (TensorFlow: eager, graph, jit; JAX: eager, jit).
+      backend has (TensorFlow: eager, graph, jit; JAX: eager, jit; torch: eager, compile).
     seed: seeds the sampled inputs, cotangents and finite-difference directions.
     progress: called with a line of text as each group of checks starts.
     inputs: arrays to check every op with instead of its ``sample`` (e.g. one op at a
@@ -230,6 +235,7 @@ def cross_check(
   start = time.perf_counter()
   opdefs = op_registry.resolve(ops)
   reference = _load("numpy")
+  backends = _default_backends() if backends is None else backends
   modules = {name: _load(name) for name in backends if name != "numpy"}
   say = progress or (lambda _: None)
   rows: list[Row] = []
