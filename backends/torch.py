@@ -444,7 +444,9 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
   fn = get(op, **params)
   target = find_device(device)
   args = [_from_numpy(x, target) for x in inputs]
-  diff_args = [args[i].requires_grad_() for i in op.diff_argnums]
+  diff_args = [args[i] for i in op.diff_argnums]
+  for x in diff_args:  # An integer one is the call's error to report.
+    x.requires_grad_(x.is_floating_point())
   run = fn if mode == "eager" else _fresh_compile(fn)
   outs = validation.as_tuple(run(*args))
   pairs = [(o, _from_numpy(c, target)) for o, c in zip(outs, cotangent) if c is not None]
