@@ -72,7 +72,9 @@ def make_get(backend: str, emit: Callable[[OpDef, dict], Callable[..., Any]]):
   def get(op: str | OpDef, /, **params: Any) -> Callable[..., Any]:
     opdef = op if isinstance(op, OpDef) else op_registry.get(op)
     resolved = opdef.resolve_params(params, backend)
-    key = (opdef, tuple(sorted(resolved.items())))
+    # By identity (the cached function holds the OpDef, so its id stays unique): a key
+    # Dynamo can trace, which hashing the OpDef dataclass is not (torch.compile).
+    key = (id(opdef), tuple(sorted(resolved.items())))
     fn = cache.get(key)
     if fn is None:
       fn = cache[key] = emit(opdef, resolved)

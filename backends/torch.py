@@ -15,6 +15,7 @@ every op has a twin without ``jvp`` that the call picks while `torch.compiler.is
 from __future__ import annotations
 
 import contextlib
+import inspect
 import types
 from typing import Any, Callable, Sequence
 
@@ -38,7 +39,7 @@ _DTYPES = {name: getattr(torch, name) for name in (
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128")}
 
 
-def _dtype(dtype: Any) -> torch.dtype | None:
+def as_dtype(dtype: Any) -> torch.dtype | None:
   """A torch dtype from a torch dtype, a name ("int32") or a NumPy dtype."""
   if dtype is None or isinstance(dtype, torch.dtype):
     return dtype
@@ -102,7 +103,7 @@ def _segment_min(data, segment_ids, num_segments):
 
 def _one_hot(labels, depth, dtype):
   labels = _tensor(labels)
-  return (labels[..., None] == torch.arange(depth, device=labels.device)).to(_dtype(dtype))
+  return (labels[..., None] == torch.arange(depth, device=labels.device)).to(as_dtype(dtype))
 
 
 def _unbroadcast(x, like):
@@ -117,34 +118,34 @@ def _unbroadcast(x, like):
 def _astype(x, dtype, /, *, copy=True, device=None):
   del copy
   x = _tensor(x)
-  return x.to(dtype=_dtype(dtype), device=device)
+  return x.to(dtype=as_dtype(dtype), device=device)
 
 
 def _creation(fn):
   # The dtype may also come second, positionally (crossgrad's older zeros(shape, dtype)).
   def create(shape, dtype=None, *, device=None):
-    return fn(shape, dtype=_dtype(dtype), device=device)
+    return fn(shape, dtype=as_dtype(dtype), device=device)
   return create
 
 
 def _arange(start, stop=None, step=1, *, dtype=None, device=None):
   if isinstance(stop, (str, torch.dtype)):  # crossgrad's older arange(n, dtype).
     stop, dtype = None, stop
-  return compat.arange(start, stop, step, dtype=_dtype(dtype), device=device)
+  return compat.arange(start, stop, step, dtype=as_dtype(dtype), device=device)
 
 
 def _full(shape, fill_value, *, dtype=None, device=None):
-  return compat.full(shape, fill_value, dtype=_dtype(dtype), device=device)
+  return compat.full(shape, fill_value, dtype=as_dtype(dtype), device=device)
 
 
 def _asarray(obj, /, *, dtype=None, device=None, copy=None):
-  return compat.asarray(obj, dtype=_dtype(dtype), device=device, copy=copy)
+  return compat.asarray(obj, dtype=as_dtype(dtype), device=device, copy=copy)
 
 
 def _cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
   """Keeps ``x``'s dtype unless told otherwise (torch widens integers to int64)."""
   x = _tensor(x)
-  return compat.cumulative_sum(x, axis=axis, dtype=_dtype(dtype) or x.dtype,
+  return compat.cumulative_sum(x, axis=axis, dtype=as_dtype(dtype) or x.dtype,
                                include_initial=include_initial)
 
 
@@ -284,6 +285,11 @@ def _join_residuals(layout, inputs, outputs, new):
 
 
 def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
+  if torch.compiler.is_compiling():
+    raise CrossgradError(
+        "an op is made while torch.compile traces", op=op.name, backend=NAME,
+        hint=f"Call crossgrad.torch.get({op.name!r}, ...) once outside the compiled function "
+             "(e.g. at module level) and call the result inside it")
   n_inputs = len(op.input_names)
 
   def run_forward(inputs):
@@ -300,6 +306,10 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
                  for o in validation.as_tuple(outputs))
     new, layout = _split_residuals(residuals, inputs, outs)
     return (*outs, *new, (len(outs), single, layout))
+
+  # One parameter per input: Dynamo counts them to tell forward(ctx, ...) from forward(...).
+  forward.__signature__ = inspect.Signature(
+      [inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY) for name in op.input_names])
 
   def setup_context(ctx, inputs, output):
     n_outputs, _, layout = output[-1]
@@ -320,7 +330,7 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
 
   def zeros(ctx, i):
     spec = ctx.output_specs[i]
-    return torch.zeros(spec.shape, dtype=_dtype(spec.dtype), device=ctx.device)
+    return torch.zeros(spec.shape, dtype=as_dtype(spec.dtype), device=ctx.device)
 
   def cotangents(ctx, inputs, residuals, upstream):
     g = validation.cotangent_for(op, ctx.output_specs, upstream, lambda i: zeros(ctx, i),
