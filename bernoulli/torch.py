@@ -70,17 +70,16 @@ WORDS = _Words()
 
 
 @torch.library.custom_op("crossgrad::threefry_bits", mutates_args=())
-def threefry_bits(k0: int, k1: int, counters: torch.Tensor) -> torch.Tensor:
-  """`random_bits.threefry_bits` in `WORDS`, as one opaque op: Inductor would take minutes
-  (more with every round) to fuse the hash's deep graph of shifts, so under
-  `torch.compile` it runs as these eager kernels, the same words either way."""
-  keys = [torch.tensor(k, dtype=torch.int64, device=counters.device) for k in (k0, k1)]
-  return random_bits.threefry_bits(WORDS, *keys, counters)
+def threefry_bits(key: torch.Tensor, counters: torch.Tensor) -> torch.Tensor:
+  """`random_bits.threefry_bits` of the key words ``key`` (int64[2]) in `WORDS`, as one
+  opaque op: Inductor would take minutes (more with every round) to fuse the hash's deep
+  graph of shifts, so under `torch.compile` it runs as these kernels, the same words."""
+  return random_bits.threefry_bits(WORDS, key[0], key[1], counters)
 
 
 @threefry_bits.register_fake
-def _threefry_bits_shape(k0, k1, counters):
-  del k0, k1
+def _threefry_bits_shape(key, counters):
+  del key
   return torch.empty_like(counters)
 
 
@@ -97,19 +96,24 @@ def bernoulli_mask(p: Any, features: Any, u: Any) -> torch.Tensor:
   return _OP(p, features, u)
 
 
-def key_words(seed: Any) -> tuple[int, int]:
-  """The Threefry key of a seed: an int ``s`` is ``(0, s)`` (``jax.random.key(s)``'s data
-  for 0 <= s < 2**32), a pair ``(k0, k1)`` is the raw key ``uint32[k0, k1]``."""
-  if isinstance(seed, torch.Tensor):
-    seed = seed.tolist()
-  words = (0, seed) if isinstance(seed, int) else tuple(seed) if isinstance(
-      seed, (tuple, list)) else None
+def key(seed: Any, device: Any = None) -> torch.Tensor:
+  """The Threefry key (int64[2]) of a seed: an int ``s`` is ``(0, s)`` (the data of
+  ``jax.random.key(s)`` for 0 <= s < 2**32), a pair ``(k0, k1)`` the raw key
+  ``uint32[k0, k1]``; integer tensors too (a scalar or a pair), unchecked under compile."""
+  if isinstance(seed, torch.Tensor) and not seed.is_floating_point() and seed.ndim <= 1:
+    seed = seed.to(device=device, dtype=torch.int64)
+    if seed.ndim == 0:
+      return torch.stack([torch.zeros_like(seed), seed])
+    if seed.shape == (2,):
+      return seed
+  words = ((0, seed) if isinstance(seed, int) else tuple(seed)
+           if isinstance(seed, (tuple, list)) else None)
   if (words is None or len(words) != 2
       or not all(isinstance(w, int) and 0 <= w <= _MASK for w in words)):
     raise CrossgradError("seed must be an int or a pair of uint32 words", backend=backend.NAME,
-                         argument="seed", expected="s in [0, 2**32) or (k0, k1)",
+                         argument="seed", expected="s in [0, 2**32), (k0, k1) or such a tensor",
                          actual=repr(seed))
-  return words
+  return torch.tensor(words, dtype=torch.int64, device=device)
 
 
 def uniform_noise(shape: Any, seed: Any, dtype: Any = torch.float32, *,
@@ -117,18 +121,18 @@ def uniform_noise(shape: Any, seed: Any, dtype: Any = torch.float32, *,
   """Uniform noise in [0, 1) from a seed: Threefry-2x32 words made noise by
   `random_bits.uniform`, equal to ``crossgrad.jax.uniform_noise(seed, shape, dtype)``."""
   shape = tuple(int(d) for d in shape)
-  k0, k1 = key_words(seed)
   count = 1
   for d in shape:
     count *= d
   counters = torch.arange(count, dtype=torch.int64, device=device).reshape(shape)
-  bits = threefry_bits(k0, k1, counters)
+  bits = threefry_bits(key(seed, device), counters)
   return random_bits.uniform(WORDS, bits, str(backend.as_dtype(dtype)).removeprefix("torch."))
 
 
 def bernoulli_mask_sampled(p: Any, features: Any, seed: Any) -> torch.Tensor:
-  """`bernoulli_mask` with noise `uniform_noise` draws from ``seed`` (int or pair) on
-  ``p``'s device: the mask JAX draws from ``jax.random.key(seed)`` (or the raw key)."""
+  """`bernoulli_mask` with noise `uniform_noise` draws from ``seed`` (see `key`) on ``p``'s
+  device: the mask JAX draws from ``jax.random.key(seed)`` (or the raw key), and TF's
+  ``bernoulli_mask_sampled(..., generator="threefry")`` from the same seed."""
   p = torch.as_tensor(p)
   values = validation.concrete_values(p)
   if values is not None:
