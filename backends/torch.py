@@ -202,16 +202,32 @@ _OWN = {
 _LEGACY = {
     "concatenate": lambda arrays, axis=0: _concat(arrays, axis=axis),
     "cumsum": lambda x, axis: _cumulative_sum(x, axis=axis),
-    "transpose": lambda x, axes=None: compat.permute_dims(
-        x, tuple(range(x.ndim))[::-1] if axes is None else tuple(axes)),
+    "transpose": lambda x, axes=None: _permute(_tensor(x), axes),
     "left_shift": compat.bitwise_left_shift,
     "right_shift": compat.bitwise_right_shift,
 }
 # --- End of the legacy names. -----------------------------------------------------------
 
 
+def _numpy_as_tensors(fn):
+  """``fn`` taking NumPy arrays too (as JAX and TF functions do), on the tensors' device."""
+  def call(*args, **kwargs):
+    if any(isinstance(a, np.ndarray) for a in args):
+      like = next((a for a in args if isinstance(a, torch.Tensor)), None)
+      args = [_tensor(a, like) if isinstance(a, np.ndarray) else a for a in args]
+    return fn(*args, **kwargs)
+  call.__name__ = call.__qualname__ = getattr(fn, "__name__", "call")
+  call.__doc__ = fn.__doc__
+  return call
+
+
+def _permute(x, axes):
+  return compat.permute_dims(x, tuple(range(x.ndim))[::-1] if axes is None else tuple(axes))
+
+
 def _table() -> dict[str, Any]:
-  table = {name: getattr(compat, name) for name in STANDARD if name not in _OWN}
+  table = {name: _numpy_as_tensors(getattr(compat, name)) if callable(getattr(compat, name))
+           else getattr(compat, name) for name in STANDARD if name not in _OWN}
   table.update(_OWN)
   table.update(_LEGACY)
   return table
