@@ -6,6 +6,10 @@ exits non-zero on a mismatch.
   crossgrad-check --backends=jax --dtypes=float64 --devices=gpu
   python -m crossgrad.check --backends=torch --modes=eager,compile
   python -m crossgrad.check --cpu_devices=4 --devices=all   # cross-device rows on a CPU
+  python -m crossgrad.check --html=report.html --all_rows   # a page for a CI artifact
+
+The report: a summary grid (op and parameter set x backend and mode, worst error per
+cell), the failing rows, then with --all_rows every row.
 """
 
 import importlib
@@ -17,6 +21,9 @@ from absl import flags
 from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import engine
+from crossgrad.checker import grid
+from crossgrad.checker import html_report
+from crossgrad.checker import quiet
 from crossgrad.registry import op_registry
 from crossgrad.registry import ops  # pylint: disable=unused-import  # The built-in ops.
 from crossgrad.registry.errors import CrossgradError
@@ -38,8 +45,10 @@ _CPU_DEVICES = flags.DEFINE_integer(
 _MODULE = flags.DEFINE_multi_string("module", [],
                                     "Module to import first, to register ops (repeatable).")
 _JSON = flags.DEFINE_string("json", None, "Write the report as JSON to this path.")
+_HTML = flags.DEFINE_string("html", None, "Write the report as one self-contained HTML page.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed for inputs, cotangents and directions.")
-_ALL_ROWS = flags.DEFINE_bool("all_rows", True, "Print every row, not only failures.")
+_ALL_ROWS = flags.DEFINE_bool("all_rows", False,
+                              "After the grid and the failing rows, print every row.")
 _LIST = flags.DEFINE_bool("list", False, "List the registered ops and exit.")
 
 
@@ -49,6 +58,15 @@ def _fail(message: str) -> int:
 
 
 def main(argv):
+  with quiet.captured(enabled=not flags.FLAGS["verbosity"].present) as capture:
+    status = _check(argv)
+    if status == 1 and capture.path:
+      print(f"[crossgrad] framework messages: {capture.keep()} (--verbosity=0 shows them "
+            "as they come)", file=sys.stderr)
+  return status
+
+
+def _check(argv) -> int:
   if len(argv) > 1:
     return _fail(f"[crossgrad] unexpected arguments: {argv[1:]}")
   try:
@@ -70,10 +88,12 @@ def main(argv):
         progress=lambda line: print(line, file=sys.stderr, flush=True))
   except (CrossgradError, ImportError) as e:
     return _fail(str(e))
-  print(report.table(failures_only=not _ALL_ROWS.value))
+  print(grid.text_report(report, all_rows=_ALL_ROWS.value))
   if _JSON.value:
     with open(_JSON.value, "w") as f:
       f.write(report.to_json())
+  if _HTML.value:
+    html_report.write(_HTML.value, report, all_rows=_ALL_ROWS.value)
   return 0 if report.ok and report.rows else 1
 
 

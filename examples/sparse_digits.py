@@ -91,7 +91,7 @@ def capacities(capacity_in: int) -> tuple[int, int]:
 
 def logits(backend: str, params, h, m, n_valid):
   """One example's class scores, written once against the backend's namespace."""
-  module = cg.backends.base.load(backend)
+  module = getattr(cg, backend)
   xp = module.xp
   w1, b1, w2, b2, w3, b3 = params
   x = cg.SparseData(h, m, (SIZE, SIZE, 1), xp.zeros((1,), "float32"), n_valid)

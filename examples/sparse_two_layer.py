@@ -33,7 +33,7 @@ def _weights(seed: int):
 
 def layers(backend: str, x: cg.SparseData, weights) -> dict:
   """The seed's two layers in ``backend``: outputs keyed M1, t1, M2, t2 (and sites)."""
-  conv = cg.backends.base.load(backend).sparse_conv2d
+  conv = getattr(cg, backend).sparse_conv2d
   w1, b1, w2, b2 = weights
   y = conv(x, w1, b1, 2)
   z = conv(y, w2, b2, 2)

@@ -10,25 +10,22 @@ every result is compared with the baseline and with the NumPy reference VJP.
   python tests/scale_out_worker.py [--devices=4] [--planted]
 """
 
-import argparse
 import json
 import sys
 
+from absl import app
+from absl import flags
 import numpy as np
 
 from crossgrad.backends import cpu_devices
 
-
-def _parse():
-  parser = argparse.ArgumentParser()
-  parser.add_argument("--devices", type=int, default=4)
-  parser.add_argument("--planted", action="store_true",
-                      help="Also run an op with a wrong backward (must be caught).")
-  return parser.parse_args()
-
-
-ARGS = _parse()
-cpu_devices.configure(ARGS.devices)
+# A script, never imported: its flags are defined and parsed before TensorFlow and JAX
+# start, since they fix their device count then (app.run parses the same argv again).
+_DEVICES = flags.DEFINE_integer("devices", 4, "Logical CPU devices to split the host into.")
+_PLANTED = flags.DEFINE_bool("planted", False,
+                             "Also run an op with a wrong backward (must be caught).")
+flags.FLAGS(sys.argv)
+cpu_devices.configure(_DEVICES.value)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import jax
@@ -42,7 +39,7 @@ from crossgrad.registry import validation
 from crossgrad.registry.ops import BUILTIN
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
-N = ARGS.devices  # Logical CPUs; accelerators, if any, are left out.
+N = _DEVICES.value  # Logical CPUs; accelerators, if any, are left out.
 PER_DEVICE = 2
 DTYPE = "float32"
 STRATEGY = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(N)])
@@ -273,8 +270,9 @@ def run_op(op, params, seed):
   return rows
 
 
-def main():
-  ops = list(BUILTIN) + ([_planted_op()] if ARGS.planted else [])
+def main(argv):
+  del argv  # Unused.
+  ops = list(BUILTIN) + ([_planted_op()] if _PLANTED.value else [])
   out = {"devices": {"jax": len(jax.devices("cpu")),
                      "tensorflow": len(tf.config.list_logical_devices("CPU"))},
          "ops": []}
@@ -292,4 +290,4 @@ def main():
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  app.run(main)

@@ -93,3 +93,15 @@ def test_a_failing_snippet_fails(tmp_path):
   page.write_text("```bash\nfalse\n```\n")
   with pytest.raises(AssertionError, match="exit 1"):
     run_page(page, tmp_path)
+
+
+def test_op_pages_match_the_definitions():
+  done = subprocess.run([sys.executable, str(ROOT / "tools" / "op_pages.py"), "--check"],
+                        capture_output=True, text=True, check=False)
+  assert done.returncode == 0, done.stderr
+
+
+def test_the_op_page_check_sees_a_stale_page(tmp_path):
+  done = subprocess.run([sys.executable, str(ROOT / "tools" / "op_pages.py"), "--check",
+                         f"--out={tmp_path}"], capture_output=True, text=True, check=False)
+  assert done.returncode == 1 and "leaky_relu.md" in done.stderr
