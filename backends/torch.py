@@ -245,8 +245,13 @@ class TorchNamespace(Namespace):
 xp = TorchNamespace(_table())
 
 
+_DTYPE_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
+
+
 def spec_of(x: Any) -> validation.ArraySpec:
-  return validation.ArraySpec(tuple(x.shape), str(x.dtype).removeprefix("torch."))
+  dtype = x.dtype
+  name = _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
+  return validation.ArraySpec(tuple(x.shape), name)
 
 
 def _read_values(x: Any):
@@ -266,7 +271,7 @@ validation.register_value_reader(_read_values)
 def _device_scope(tensors: Sequence[Any]):
   """Creation functions in ops (``xp.zeros``) land on the inputs' device (not on CPU)."""
   for x in tensors:
-    if isinstance(x, torch.Tensor) and x.device.type != "cpu":
+    if isinstance(x, torch.Tensor) and not x.is_cpu:
       return torch.device(x.device)
   return contextlib.nullcontext()
 
@@ -276,7 +281,9 @@ _NEW = object()  # Marks a residual leaf that is a tensor returned as an extra o
 
 def _split_residuals(residuals, inputs, outputs):
   """Residual leaves as references to inputs and outputs, new tensors and constants."""
-  leaves, spec = pytree.tree_flatten(residuals)
+  flat = type(residuals) is tuple and not any(  # The common case, without pytree's cost.
+      isinstance(r, (tuple, list, dict)) for r in residuals)
+  leaves, spec = (residuals, None) if flat else pytree.tree_flatten(residuals)
   kinds, new = [], []
   for leaf in leaves:
     if not isinstance(leaf, torch.Tensor):
@@ -297,7 +304,7 @@ def _join_residuals(layout, inputs, outputs, new):
   spec, kinds = layout
   groups = {"input": inputs, "output": outputs, "new": new}
   leaves = [value if kind == "constant" else groups[kind][value] for kind, value in kinds]
-  return pytree.tree_unflatten(leaves, spec)
+  return tuple(leaves) if spec is None else pytree.tree_unflatten(leaves, spec)
 
 
 def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
