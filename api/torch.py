@@ -20,6 +20,6 @@ from crossgrad.sparse import data as _sparse_data
 sparse_conv2d = _sparse_conv.for_backend(NAME)
 _sparse_data.register(NAME)
 
-__all__ = ("MODES", "NAME", "as_dtype", "bernoulli", "bernoulli_mask", "bernoulli_mask_sampled", "devices",
-           "evaluate", "find_device", "get", "precision_scope", "sparse_conv2d", "spec_of",
-           "uniform_noise", "xp")
+__all__ = ("MODES", "NAME", "as_dtype", "bernoulli", "bernoulli_mask", "bernoulli_mask_sampled",
+           "devices", "evaluate", "find_device", "get", "precision_scope", "sparse_conv2d",
+           "spec_of", "uniform_noise", "xp")

@@ -258,8 +258,9 @@ def _read_values(x: Any):
   """NumPy values of an eager tensor; None under compile or a torch.func transform."""
   if not isinstance(x, torch.Tensor):
     return NotImplemented
-  if (torch.compiler.is_compiling() or torch._C._functorch.is_functorch_wrapped_tensor(x)  # pylint: disable=protected-access
-      or x.is_meta or type(x).__name__ == "FakeTensor"):
+  wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # pylint: disable=protected-access
+  if (torch.compiler.is_compiling() or wrapped(x) or x.is_meta
+      or type(x).__name__ == "FakeTensor"):
     return None
   x = x.detach().cpu()
   return x.float().numpy() if x.dtype == torch.bfloat16 else x.numpy()
@@ -274,9 +275,6 @@ def _device_scope(tensors: Sequence[Any]):
     if isinstance(x, torch.Tensor) and not x.is_cpu:
       return torch.device(x.device)
   return contextlib.nullcontext()
-
-
-_NEW = object()  # Marks a residual leaf that is a tensor returned as an extra output.
 
 
 def _split_residuals(residuals, inputs, outputs):
@@ -459,14 +457,20 @@ def _to_numpy(x: torch.Tensor) -> np.ndarray:
   return x.numpy()
 
 
-def _fresh_compile(fn: Callable[..., Any]) -> Callable[..., Any]:
-  """``torch.compile(fullgraph=True)`` of ``fn`` in a code object of its own, so Dynamo's
-  per-code cache (and its recompile limit) never mixes one evaluation with another."""
-  def run(*args):
-    return fn(*args)
-  fresh = types.FunctionType(run.__code__.replace(), run.__globals__, "run", None,
-                             run.__closure__)
-  return torch.compile(fresh, fullgraph=True, dynamic=False)
+_COMPILED: dict[Any, Callable[..., Any]] = {}
+
+
+def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+  """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`), made
+  once in a code object of its own: Dynamo caches per code object, so each op keeps its
+  own cache and recompile limit, and rows of other devices or dtypes reuse or extend it."""
+  if fn not in _COMPILED:
+    def run(*args):
+      return fn(*args)
+    fresh = types.FunctionType(run.__code__.replace(), run.__globals__, "run", None,
+                               run.__closure__)
+    _COMPILED[fn] = torch.compile(fresh, fullgraph=True, dynamic=False)
+  return _COMPILED[fn]
 
 
 def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
@@ -480,7 +484,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
   diff_args = [args[i] for i in op.diff_argnums]
   for x in diff_args:  # An integer one is the call's error to report.
     x.requires_grad_(x.is_floating_point())
-  run = fn if mode == "eager" else _fresh_compile(fn)
+  run = fn if mode == "eager" else _compiled(fn)
   outs = validation.as_tuple(run(*args))
   pairs = [(o, _from_numpy(c, target)) for o, c in zip(outs, cotangent) if c is not None]
   grads = (torch.autograd.grad([o for o, _ in pairs], diff_args,

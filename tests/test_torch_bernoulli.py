@@ -10,7 +10,7 @@ import jax  # pylint: disable=g-import-not-at-top,wrong-import-position
 import jax.numpy as jnp  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 import crossgrad as cg  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.layers import torch_attention_mask  # pylint: disable=g-import-not-at-top,wrong-import-position
+from crossgrad.layers import torch_attention_mask  # pylint: disable=wrong-import-position
 
 P = np.random.default_rng(0).uniform(size=(4, 8, 8, 1)).astype(np.float32)
 FEATURES = np.ones((4, 8, 8, 3), np.float32)

@@ -6,7 +6,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (crossgrad[torch])")
 
 import crossgrad as cg  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.layers import torch_center_loss, torch_positive_dense  # pylint: disable=g-import-not-at-top,wrong-import-position
+from crossgrad.layers import torch_center_loss  # pylint: disable=wrong-import-position
+from crossgrad.layers import torch_positive_dense  # pylint: disable=wrong-import-position
 
 RNG = np.random.default_rng(0)
 
