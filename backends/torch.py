@@ -332,21 +332,29 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
   forward.__signature__ = inspect.Signature(
       [inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY) for name in op.input_names])
 
+  def to_save(ctx, inputs, output):
+    """The inputs (for double backward), the outputs the residuals name, the new ones."""
+    n_outputs, single, layout = output[-1]
+    outs, new = output[:n_outputs], output[n_outputs:-1]
+    named = sorted({i for kind, i in layout[1] if kind == "output"})
+    ctx.layout, ctx.single, ctx.named_outputs = layout, single, named
+    ctx.counts = (n_inputs, n_outputs, len(new))
+    return (*inputs, *(outs[i] for i in named), *new)
+
   def setup_context(ctx, inputs, output):
-    n_outputs, _, layout = output[-1]
+    n_outputs = output[-1][0]
     outs, new = output[:n_outputs], output[n_outputs:-1]
     ctx.set_materialize_grads(False)
     ctx.mark_non_differentiable(*new, *(o for o in outs if not o.is_floating_point()))
-    ctx.layout, ctx.single = layout, output[-1][1]
-    ctx.counts = (n_inputs, n_outputs)
     ctx.input_specs = tuple(spec_of(x) for x in inputs)
     ctx.output_specs = tuple(spec_of(o) for o in outs)
     ctx.device = outs[0].device
-    ctx.save_for_backward(*inputs, *outs, *new)
+    ctx.save_for_backward(*to_save(ctx, inputs, output))
 
   def saved(ctx, tensors):
-    n_in, n_out = ctx.counts
-    inputs, outs, new = tensors[:n_in], tensors[n_in:n_in + n_out], tensors[n_in + n_out:]
+    n_in, n_named = ctx.counts[0], len(ctx.named_outputs)
+    outs = dict(zip(ctx.named_outputs, tensors[n_in:n_in + n_named]))
+    inputs, new = tensors[:n_in], tensors[n_in + n_named:]
     return inputs, _join_residuals(ctx.layout, inputs, outs, new)
 
   def zeros(ctx, i):
@@ -368,7 +376,7 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
 
   def setup_context_with_tangents(ctx, inputs, output):
     setup_context(ctx, inputs, output)
-    ctx.save_for_forward(*inputs, *output[:-1])
+    ctx.save_for_forward(*to_save(ctx, inputs, output))
 
   def jvp(ctx, *tangents):
     """The output tangents: the backward's transpose (it is linear in g) at the tangents."""
@@ -386,7 +394,8 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
     out_tangents = transpose(tuple(
         torch.zeros_like(inputs[i]) if tangents[i] is None else tangents[i]
         for i in op.diff_argnums))
-    result = [None] * (len(ctx.saved_tensors) - n_inputs + 1)
+    _, n_outputs, n_new = ctx.counts
+    result = [None] * (n_outputs + n_new + 1)
     for i, t in zip(floating, out_tangents):
       result[i] = t
     return tuple(result)

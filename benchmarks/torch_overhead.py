@@ -49,7 +49,8 @@ class LeakyRelu(torch.autograd.Function):
 
 
 class CustomAdd(torch.autograd.Function):
-  """``c + k`` with the seeds' gradient ``((c + k + d) g, d g, (c + k) g)`` by hand."""
+  """``c + k`` with the seeds' gradient ``((c + k + d) g, d g, (c + k) g)`` by hand, with
+  the op's formulas (its backward recomputes ``e = c + k`` from the saved inputs)."""
 
   @staticmethod
   def forward(c, k, d):
@@ -57,11 +58,13 @@ class CustomAdd(torch.autograd.Function):
 
   @staticmethod
   def setup_context(ctx, inputs, output):
-    ctx.save_for_backward(output, inputs[2])
+    del output
+    ctx.save_for_backward(*inputs)
 
   @staticmethod
   def backward(ctx, g):
-    e, d = ctx.saved_tensors
+    c, k, d = ctx.saved_tensors
+    e = c + k
     return (e + d) * g, d * g, e * g
 
 
@@ -112,8 +115,14 @@ def settings(quick: bool) -> dict:
 
 
 def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s: float = 3.0,
-        min_repeats: int = 15, json_path: str | None = None) -> dict:
-  """Runs the benchmark, prints its table, writes JSON; returns the JSON payload."""
+        min_repeats: int = 15, json_path: str | None = None, threads: int | None = None) -> dict:
+  """Runs the benchmark, prints its table, writes JSON; returns the JSON payload.
+
+  ``threads``: torch's intra-op threads (default: torch's own choice). One thread gives
+  steadier medians on a shared, loaded machine.
+  """
+  if threads:
+    torch.set_num_threads(threads)
   rows = []
   for name in ops or HANDWRITTEN:
     for size in sizes:
@@ -139,13 +148,14 @@ def define_flags():
   timing.define_ints("sizes", "Element counts (default 1e6,16e6).")
   flags.DEFINE_list("ops", None, f"Op names (default {','.join(HANDWRITTEN)}).")
   flags.DEFINE_float("budget_s", None, "Seconds of timing per op, size and mode.")
+  flags.DEFINE_integer("threads", None, "torch's intra-op threads (default: torch's choice).")
 
 
 def main(argv):
   del argv  # Unused.
   kwargs = settings(FLAGS.quick)
   kwargs.update({k: v for k, v in (("sizes", FLAGS.sizes), ("budget_s", FLAGS.budget_s)) if v})
-  run(ops=FLAGS.ops, json_path=FLAGS.json, **kwargs)
+  run(ops=FLAGS.ops, json_path=FLAGS.json, threads=FLAGS.threads, **kwargs)
 
 
 if __name__ == "__main__":
