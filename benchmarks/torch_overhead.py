@@ -8,7 +8,8 @@ differentiable inputs, through ``crossgrad.torch.get(op)`` and through a
 validation), eagerly and under ``torch.compile(fullgraph=True)`` (the loss compiled; its
 backward runs as the compiled backward graph). The two run interleaved (alternating who
 goes first); the table shows medians and the ratio crossgrad / hand-written, measured in
-the same run.
+the same run. A second table compares the ATen ops of both compiled forward and backward
+graphs (AOTAutograd).
 """
 
 from __future__ import annotations
@@ -85,6 +86,35 @@ def _step(fn: Callable[..., Any], compiled: bool):
   return step
 
 
+def aten_graphs(fn: Callable[..., Any], n_inputs: int) -> dict[str, list[str]]:
+  """The ATen ops of the compiled loss's forward and backward graphs (AOTAutograd)."""
+  from torch._dynamo.backends.common import aot_autograd  # pylint: disable=g-import-not-at-top
+  found = {}
+
+  def capture(kind):
+    def compiler(graph_module, example_inputs):
+      del example_inputs
+      found[kind] = [str(node.target) for node in graph_module.graph.nodes
+                     if node.op == "call_function"]
+      return graph_module.forward
+    return compiler
+
+  torch.compiler.reset()
+  backend = aot_autograd(fw_compiler=capture("forward"), bw_compiler=capture("backward"))
+  loss = torch.compile(lambda args, w: torch.sum(fn(*args) * w), backend=backend,
+                       fullgraph=True)
+  args = [torch.randn(8, requires_grad=True) for _ in range(n_inputs)]
+  torch.autograd.grad(loss(args, torch.randn(8)), args)
+  return found
+
+
+def _structure_row(name: str) -> tuple:
+  handwritten, n_inputs = HANDWRITTEN[name]
+  ours, theirs = aten_graphs(cg.torch.get(name), n_inputs), aten_graphs(handwritten, n_inputs)
+  return (name, len(ours["forward"]), len(ours["backward"]), len(theirs["forward"]),
+          len(theirs["backward"]), "yes" if ours == theirs else "NO")
+
+
 def _time_rows(name: str, elements: int, budget_s: float, min_repeats: int) -> list[tuple]:
   handwritten, n_inputs = HANDWRITTEN[name]
   torch.compiler.reset()  # Each size compiles afresh, with static shapes.
@@ -123,20 +153,28 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
   """
   if threads:
     torch.set_num_threads(threads)
-  rows = []
+  rows, structure_rows = [], []
   for name in ops or HANDWRITTEN:
+    structure_rows.append(_structure_row(name))
     for size in sizes:
       rows.extend(_time_rows(name, size, budget_s, min_repeats))
   header = ("op", "elements", "mode", "crossgrad ms", "hand-written ms", "ratio", "repeats")
+  structure_header = ("op", "forward ops cg", "backward ops cg", "forward ops hand",
+                      "backward ops hand", "same graphs")
   summary = {"max_ratio": max(r[5] for r in rows), "target_ratio": TARGET_RATIO,
+             "same_compiled_graphs": all(r[-1] == "yes" for r in structure_rows),
              "torch": torch.__version__, "threads": torch.get_num_threads()}
   timing.emit("torch train step (forward + backward): crossgrad vs hand-written "
               "autograd.Function (ratio = crossgrad / hand-written)", header, rows, None)
-  print(f"max ratio: {summary['max_ratio']:.3f} (target <= {TARGET_RATIO})")
+  timing.emit("compiled structure: ATen ops of the forward and backward graphs "
+              "(AOTAutograd) of the compiled loss", structure_header, structure_rows, None)
+  print(f"max ratio: {summary['max_ratio']:.3f} (target <= {TARGET_RATIO}); same compiled "
+        f"graphs: {summary['same_compiled_graphs']}")
   payload = {"title": "crossgrad torch overhead over hand-written autograd.Functions",
              "settings": {"sizes": list(sizes), "budget_s": budget_s,
                           "min_repeats": min_repeats},
-             "summary": summary, "rows": [dict(zip(header, r)) for r in rows]}
+             "summary": summary, "rows": [dict(zip(header, r)) for r in rows],
+             "structure": [dict(zip(structure_header, r)) for r in structure_rows]}
   if json_path:
     timing.write_json(json_path, payload)
   return payload
