@@ -1,8 +1,8 @@
-"""crossgrad: define a custom-gradient op once; get TensorFlow, JAX and NumPy versions,
-cross-checked.
+"""crossgrad: define a custom-gradient op once; get TensorFlow, JAX, PyTorch and NumPy
+versions, cross-checked.
 
-``crossgrad.tensorflow`` and ``crossgrad.jax`` import their framework on first access;
-``import crossgrad`` itself imports neither.
+``crossgrad.tensorflow``, ``crossgrad.jax`` and ``crossgrad.torch`` import their framework
+on first access; ``import crossgrad`` itself imports none.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from crossgrad.sparse.data import SparseData
 
 __version__ = "0.1.0"
 
-_LAZY_BACKENDS = ("tensorflow", "jax")
+_LAZY_BACKENDS = ("tensorflow", "jax", "torch")
 
 __all__ = (
     "ArraySpec",
@@ -41,6 +41,7 @@ __all__ = (
     "numpy",
     "register",
     "tensorflow",
+    "torch",
     "unregister",
 )
 

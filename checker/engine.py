@@ -31,13 +31,17 @@ from crossgrad.checker.report import Report, Row
 
 TOLERANCE = compare.TOLERANCE
 max_relative_error = compare.max_relative_error
-DEFAULT_BACKENDS = ("tensorflow", "jax")
 DEFAULT_DTYPES = ("float32", "float64")
 
 
 def _load(name: str):
   from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
   return base.load(name)
+
+
+def _default_backends() -> list[str]:
+  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  return base.default_backends()
 
 
 def _cast_inputs(inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray]:
@@ -176,7 +180,7 @@ def _first_line(e: BaseException) -> str:
 def cross_check(
     ops: Iterable[str | OpDef] | str | OpDef | None = None,
     *,
-    backends: Sequence[str] = DEFAULT_BACKENDS,
+    backends: Sequence[str] | None = None,
     dtypes: Sequence[str] = DEFAULT_DTYPES,
     devices: str | Sequence[str] = "all",
     modes: Sequence[str] | None = None,
@@ -190,14 +194,15 @@ def cross_check(
 
   Args:
     ops: what to check.
-    backends: frameworks compared with the NumPy reference.
+    backends: frameworks compared with the NumPy reference (default: TensorFlow, JAX and
+      PyTorch where installed; `crossgrad.backends.base.default_backends`).
     dtypes: floating dtypes the inputs are cast to (integer inputs stay integer).
     devices: "all", a platform ("cpu", "gpu", "tpu") or device names ("gpu:1"), or a
       list of these. Where more than one device runs, ``device`` rows compare each one
       with the backend's first device (same dtype and mode); a request a backend has no
       device for is a failing row.
     modes: execution modes to cover, e.g. ("eager", "jit"); default every mode each
-      backend has (TensorFlow: eager, graph, jit; JAX: eager, jit).
+      backend has (TensorFlow: eager, graph, jit; JAX: eager, jit; torch: eager, compile).
     seed: seeds the sampled inputs, cotangents and finite-difference directions.
     progress: called with a line of text as each group of checks starts.
     inputs: arrays to check every op with instead of its ``sample`` (e.g. one op at a
@@ -218,6 +223,7 @@ def cross_check(
   start = time.perf_counter()
   opdefs = selection.ops(ops)
   reference = _load("numpy")
+  backends = _default_backends() if backends is None else backends
   modules = selection.backends(backends)
   selection.check(opdefs, modules, dtypes, devices, modes)
   tolerance = compare.check_tolerance(tolerance)

@@ -1,8 +1,10 @@
-r"""Cross-checks crossgrad ops between NumPy, TensorFlow and JAX; exits non-zero on a mismatch.
+r"""Cross-checks crossgrad ops between NumPy, TensorFlow, JAX and PyTorch (where installed);
+exits non-zero on a mismatch.
 
   python -m crossgrad.check                        # every built-in op
   python -m crossgrad.check --module=my_ops --ops=clipped_ste --json=report.json
   crossgrad-check --backends=jax --dtypes=float64 --devices=gpu
+  python -m crossgrad.check --backends=torch --modes=eager,compile
   python -m crossgrad.check --cpu_devices=4 --devices=all   # cross-device rows on a CPU
   python -m crossgrad.check --html=report.html --all_rows   # a page for a CI artifact
   python -m crossgrad.check --module=path/to/my_ops.py --tolerance=bitwise
@@ -32,13 +34,16 @@ from crossgrad.registry import ops  # pylint: disable=unused-import  # The built
 from crossgrad.registry.errors import CrossgradError
 
 _OPS = flags.DEFINE_list("ops", None, "Ops to check (default: every registered op).")
-_BACKENDS = flags.DEFINE_list("backends", ["tensorflow", "jax"],
-                              "Backends compared with the NumPy reference.")
+_BACKENDS = flags.DEFINE_list("backends", base.default_backends(),
+                              "Backends compared with the NumPy reference (default: "
+                              "tensorflow, jax, and torch where installed).")
 _DTYPES = flags.DEFINE_list("dtypes", ["float32", "float64"], "Floating dtypes to check.")
 _DEVICES = flags.DEFINE_list("devices", ["all"],
-                             "'all', platforms (cpu, gpu, tpu) or device names (gpu:0).")
+                             "'all', platforms (cpu, gpu, tpu, cuda) or device names (gpu:0, "
+                             "cuda:0).")
 _MODES = flags.DEFINE_list("modes", None,
-                           "Execution modes (eager, graph, jit); default: all of each backend.")
+                           "Execution modes (eager, graph, jit, compile); default: all of "
+                           "each backend.")
 _CPU_DEVICES = flags.DEFINE_integer(
     "cpu_devices", None, "Split the host CPU into this many logical devices (cpu:0 ...) "
     "in every backend before checking, to cover multi-device runs without accelerators.")

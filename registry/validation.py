@@ -7,7 +7,7 @@ checks, and the same messages, apply in NumPy, TensorFlow and JAX, at trace time
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -156,9 +156,24 @@ def check_cotangents(op: OpDef, backend: str, input_specs: Sequence[ArraySpec],
   return tuple(cotangents)
 
 
+_VALUE_READERS: list[Callable[[Any], Any]] = []
+
+
+def register_value_reader(reader: Callable[[Any], Any]) -> None:
+  """Lets a backend read its own arrays for `concrete_values`: ``reader(x)`` returns NumPy
+  values, None while ``x`` is traced, or NotImplemented for an array it does not own."""
+  if reader not in _VALUE_READERS:
+    _VALUE_READERS.append(reader)
+
+
 def concrete_values(x: Any):
   """``x`` as a NumPy array where its values are known here, None while it is traced
-  (``jax.jit``, ``tf.function``): for checks of values, which only eager code can make."""
+  (``jax.jit``, ``tf.function``, ``torch.compile``): for checks of values, which only
+  eager code can make."""
+  for reader in _VALUE_READERS:
+    values = reader(x)
+    if values is not NotImplemented:
+      return values
   try:
     return np.asarray(x)
   except (TypeError, NotImplementedError):  # A jax tracer or a symbolic tf.Tensor.

@@ -24,7 +24,7 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *,
   """The next `SparseData` after convolving ``x`` with ``W`` and adding ``b``.
 
   Args:
-    backend: "numpy", "tensorflow" or "jax".
+    backend: "numpy", "tensorflow", "jax" or "torch".
     x: the input `SparseData` (its arrays from ``backend``).
     W: HWIO kernel ``f x f x n_in x n_out``, or seed 001's ``f*f*n_in x n_out``.
     b: bias, ``n_out``.

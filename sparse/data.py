@@ -21,13 +21,15 @@ from crossgrad.registry.errors import CrossgradError
 
 
 def backend_of(*arrays: Any) -> str:
-  """The backend name ("numpy", "tensorflow", "jax") the arrays belong to."""
+  """The backend name ("numpy", "tensorflow", "jax", "torch") the arrays belong to."""
   for x in arrays:
     module = type(x).__module__
     if module.startswith("tensorflow"):
       return "tensorflow"
     if module.startswith(("jax", "jaxlib")):
       return "jax"
+    if module.startswith("torch"):
+      return "torch"
   return "numpy"
 
 
@@ -52,8 +54,8 @@ def _xp(backend: str):
 
 
 def dtype_name(x: Any) -> str:
-  """The dtype's name ("float32") of a NumPy, TensorFlow or JAX array."""
-  return getattr(x.dtype, "name", str(x.dtype))
+  """The dtype's name ("float32") of a NumPy, TensorFlow, JAX or torch array."""
+  return getattr(x.dtype, "name", str(x.dtype).removeprefix("torch."))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -68,7 +68,7 @@ def toy():
 
 
 def test_builtin_backends_implement_the_protocol():
-  for name in ("numpy", "tensorflow", "jax"):
+  for name in ("numpy", "tensorflow", "jax", "torch"):
     assert isinstance(base.load(name), protocol.Backend), name
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
+from crossgrad.backends import base
 from crossgrad.checker import engine
 from crossgrad.registry.ops import BUILTIN
 
@@ -97,9 +98,10 @@ def test_full_cross_check_of_the_builtins():
   report = cg.cross_check(seed=1)
   assert report.ok, report.table(failures_only=True)
   combos = {(r.backend, r.mode, r.dtype) for r in report.rows if r.check == "vjp"}
-  assert combos == {(b, m, d) for b, modes in [("tensorflow", ("eager", "graph", "jit")),
-                                                ("jax", ("eager", "jit"))]
-                    for m in modes for d in ("float32", "float64")}
+  modes = {"tensorflow": ("eager", "graph", "jit"), "jax": ("eager", "jit"),
+           "torch": ("eager", "compile")}
+  assert combos == {(b, m, d) for b in base.default_backends() for m in modes[b]
+                    for d in ("float32", "float64")}
 
 
 def test_custom_add_is_declared_with_no_oracle_and_counted():

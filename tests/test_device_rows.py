@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
+from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import engine
 
 NAMES = ["output 0", "dx"]
 MODES = {"tensorflow": {"eager", "graph", "jit"}, "jax": {"eager", "jit"}}
+if "torch" in base.default_backends():
+  MODES["torch"] = {"eager", "compile"}
 
 
 def _check(tmp_path, *flags):
@@ -31,6 +34,8 @@ def test_all_devices_are_checked_and_compared_with_the_first(tmp_path):
   assert done.returncode == 0, done.stderr[-2000:]
   assert report["environment"]["jax_devices"] == ["cpu:0", "cpu:1", "cpu:2"]
   assert report["environment"]["tensorflow_devices"] == ["cpu:0", "cpu:1", "cpu:2"]
+  if "torch" in MODES:
+    assert report["environment"]["torch_devices"] == ["cpu:0", "cpu:1", "cpu:2"]
   rows = report["rows"]
   for backend, modes in MODES.items():
     for device in ("cpu:0", "cpu:1", "cpu:2"):

@@ -87,7 +87,7 @@ def test_every_extension_has_a_case():
   assert set(CALLS) <= set(namespace.FUNCTIONS) | set(namespace.EXTENSIONS)
 
 
-@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_backend_namespace_matches_numpy(backend, dtype):
   module = getattr(cg, backend)
@@ -102,6 +102,9 @@ def test_backend_namespace_matches_numpy(backend, dtype):
 
 
 def _as_backend(backend, arrays):
+  if backend == "torch":
+    import torch  # pylint: disable=g-import-not-at-top
+    return [torch.as_tensor(a) for a in arrays]
   if backend == "tensorflow":
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     return [tf.constant(a) for a in arrays]
