@@ -12,6 +12,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
+from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 
 from crossgrad.backends import base
 from crossgrad.registry import broadcasting, validation
@@ -139,8 +141,7 @@ def spec_of(x: Any) -> validation.ArraySpec:
 
 
 def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
-  @tf.custom_gradient
-  def core(*inputs):
+  def forward(*inputs):
     outputs, residuals = validation.check_forward_result(
         op, NAME, op.forward(xp, *inputs, **params))
     single = not isinstance(outputs, (tuple, list))
@@ -158,14 +159,45 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
 
     return outputs, grad
 
+  core = tf.custom_gradient(forward)
+
   def call(*inputs):
     validation.check_input_count(op, NAME, inputs)
     # Reading variables here lets the tape route their gradients through `core`.
     tensors = [tf.convert_to_tensor(x) for x in inputs]
     validation.check_inputs(op, NAME, [spec_of(x) for x in tensors], params)
-    return core(*tensors)
+    if not forwardprop_util.pack_tangents(tensors).tangents:
+      return core(*tensors)
+    return _forward_mode(op, forward, tensors)
 
   return call
+
+
+def _forward_mode(op: OpDef, forward: Callable[..., Any], tensors: list) -> Any:
+  """The op under a `tf.autodiff.ForwardAccumulator`: output tangents from the backward.
+
+  `tf.custom_gradient` leaves the accumulator the tangents of the forward's own ops (an
+  accumulator keeps the first tangent it computes for a tensor), so a surrogate gradient
+  would be lost in forward mode. The outputs are passed on as fresh tensors: for tapes an
+  identity of the custom-gradient outputs; for accumulators an op whose backward is the
+  op's, which they transpose (the double-backward trick) into the op's forward-mode rule.
+  The forward's ops stay recorded, so forward-over-reverse (a Hessian-vector product)
+  still sees how the residuals move with the inputs.
+  """
+  saved = []
+
+  def forward_and_save(*inputs):
+    saved.append(forward(*inputs))
+    return saved[-1]
+
+  outputs = tf.custom_gradient(forward_and_save)(*tensors)
+  flat = list(validation.as_tuple(outputs))
+  with record.stop_recording():
+    fresh = [tf.identity(o) for o in flat]
+  record.record_operation_backprop_only(f"{op.name}_identity", fresh, flat, lambda *dy: dy)
+  record.record_operation_forwardprop_only(f"{op.name}_forward_mode", fresh, tensors,
+                                           saved[0][1], None)
+  return tuple(fresh) if isinstance(outputs, tuple) else fresh[0]
 
 
 get = base.make_get(NAME, _emit)
