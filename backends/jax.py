@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jex
 
-from crossgrad.backends import base, jax_linear
+from crossgrad.backends import base, jax_export, jax_linear
 from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -26,6 +26,10 @@ from crossgrad.registry.opdef import OpDef
 NAME = "jax"
 VERSION = jax.__version__
 MODES = ("eager", "jit")
+EXTRA_MODES = ("export",)  # Run when asked for: a jax.export round trip.
+UNSUPPORTED_CHECKS = {("jvp", "export"): "jax.export serialises reverse-mode derivatives "
+                                         "(vjp_order), not forward mode"}
+TRANSFORMS = ("vmap", "scan", "checkpoint")
 PLATFORMS = ("cpu", "gpu", "tpu")
 
 
@@ -113,6 +117,22 @@ def _not_linear(op: OpDef, actual: str, where: str = "backward") -> CrossgradErr
            "or add a constant to it")
 
 
+_READ: dict[Any, list[int]] = {}  # _trace_key -> the residual leaves the backward reads.
+
+
+def _trace_key(op, params, tree, leaves, dynamic, moving, in_specs, out_specs):
+  """What the transposed backward's trace depends on besides array shapes, or None when
+  a static residual cannot be hashed (then it is traced afresh each time)."""
+  static = tuple(leaf for k, leaf in enumerate(leaves) if k not in dynamic)
+  key = (op, tuple(sorted(params.items())), tree, static, tuple(dynamic), tuple(moving),
+         tuple(in_specs), tuple(out_specs), jax.config.jax_enable_x64)
+  try:
+    hash(key)
+  except TypeError:
+    return None
+  return key
+
+
 def _output_tangents(op: OpDef, params: dict, inputs, outputs, residuals, tangents):
   """The op's forward-mode derivative: the transpose of its backward applied to the input
   tangents (`jax_linear`: reverse mode transposes it back to the backward as written)."""
@@ -139,9 +159,14 @@ def _output_tangents(op: OpDef, params: dict, inputs, outputs, residuals, tangen
     return [cotangents[i] for i in moving]
 
   g_examples = [jax.ShapeDtypeStruct(out_specs[k].shape, out_specs[k].dtype) for k in floating]
-  closed = jax.make_jaxpr(backward)([_shaped(leaves[k]) for k in dynamic], g_examples)
-  _check_linear(op, closed, len(dynamic), moving)
-  dynamic = [k for k, used in zip(dynamic, _used(closed.jaxpr)) if used]  # Only those read.
+  key = _trace_key(op, params, tree, leaves, dynamic, moving, in_specs, out_specs)
+  if key is None or key not in _READ:
+    closed = jax.make_jaxpr(backward)([_shaped(leaves[k]) for k in dynamic], g_examples)
+    _check_linear(op, closed, len(dynamic), moving)
+    read = [k for k, used in zip(dynamic, _used(closed.jaxpr)) if used]
+    if key is not None:
+      _READ[key] = read
+  dynamic = _READ[key] if key is not None else read  # Only the residuals the backward reads.
 
   def transposed(res, t):
     try:
@@ -153,7 +178,7 @@ def _output_tangents(op: OpDef, params: dict, inputs, outputs, residuals, tangen
     return t_out
 
   t_out = iter(jax_linear.apply(transposed, backward, [leaves[k] for k in dynamic],
-                                [tangents[i] for i in moving]))
+                                [tangents[i] for i in moving], key))
   result = tuple(next(t_out) if spec.is_floating else np.zeros(spec.shape, jax.dtypes.float0)
                  for spec in out_specs)
   return result[0] if single else result
@@ -205,38 +230,122 @@ def precision_scope(arrays: Sequence[np.ndarray]):
   return jax.enable_x64(True) if wide else contextlib.nullcontext()
 
 
+def _check_run(op: OpDef, mode: str, inputs: Sequence[Any]):
+  base.check_mode(NAME, mode, MODES + EXTRA_MODES)
+  validation.check_input_count(op, NAME, inputs)
+
+
+def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):
+  """The op's function in ``mode``: the emitted op, or its `jax.export` round trip."""
+  fn = get(op, **params)
+  return jax_export.round_trip(fn, inputs) if mode == "export" else fn
+
+
+def _run_on(device: str, arrays: Any, make_run: Callable[[], Callable[..., Any]], jit: bool):
+  """``make_run()(*arrays)`` on ``device`` (64-bit where the arrays need it), as NumPy."""
+  target = find_device(device)
+  with precision_scope(jax.tree.leaves(arrays)), jax.default_device(target):
+    run = make_run()
+    out = (jax.jit(run) if jit else run)(*jax.device_put(arrays, target))
+    return jax.tree.map(np.asarray, jax.device_get(out))
+
+
+def _of_diff(fn: Callable[..., Any], diff: Sequence[int], args: Sequence[Any]):
+  """``fn`` as a function of the inputs at ``diff``, the others fixed to ``args``."""
+  def f(*moved):
+    full = list(args)
+    for i, x in zip(diff, moved):
+      full[i] = x
+    return fn(*full)
+  return f
+
+
+def _vjp(f: Callable[..., Any], diff_args: Sequence[Any], cots: Sequence[Any]):
+  """Outputs (a tuple) and the cotangents of ``diff_args`` for output cotangents ``cots``."""
+  outputs, vjp_fn = jax.vjp(f, *diff_args)
+  outs = validation.as_tuple(outputs)
+  full = tuple(c if c is not None else np.zeros(o.shape, jax.dtypes.float0)
+               for o, c in zip(outs, cots))
+  return outs, vjp_fn(full if isinstance(outputs, tuple) else full[0])
+
+
 def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
              *, device: str = "cpu:0", mode: str = "jit"):
-  """Outputs (as a tuple) and input cotangents, on ``device``, eagerly or under `jax.jit`."""
-  base.check_mode(NAME, mode, MODES)
-  validation.check_input_count(op, NAME, inputs)
-  fn = get(op, **params)
+  """Outputs (as a tuple) and input cotangents, on ``device``, eagerly, under `jax.jit`, or
+  through a `jax.export` round trip (``mode="export"``)."""
+  _check_run(op, mode, inputs)
   diff = op.diff_argnums
 
-  def run(diff_args, all_args, cots):
-    def f(*d):
-      args = list(all_args)
-      for i, x in zip(diff, d):
-        args[i] = x
-      return fn(*args)
+  def make_run():
+    fn = _function(op, params, inputs, mode)
+    return lambda args, cots: _vjp(_of_diff(fn, diff, args), [args[i] for i in diff], cots)
 
-    outputs, vjp_fn = jax.vjp(f, *diff_args)
-    outs = validation.as_tuple(outputs)
-    full = tuple(c if c is not None else np.zeros(o.shape, jax.dtypes.float0)
-                 for o, c in zip(outs, cots))
-    grads = vjp_fn(full if isinstance(outputs, tuple) else full[0])
-    return outs, grads
+  outs, grads = _run_on(device, (list(inputs), list(cotangent)), make_run, mode != "eager")
+  return tuple(outs), base.merge_cotangents(op, grads)
 
-  if mode == "jit":
-    run = jax.jit(run)
-  target = find_device(device)
-  with precision_scope(list(inputs) + list(cotangent)), jax.default_device(target):
-    args = [jax.device_put(x, target) for x in inputs]
-    cots = [None if c is None else jax.device_put(c, target) for c in cotangent]
-    outs, grads = run([args[i] for i in diff], args, cots)
-    outs, grads = jax.device_get((outs, grads))
-  return tuple(np.asarray(o) for o in outs), base.merge_cotangents(op, grads)
 
+def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+                          cotangent: Sequence[Any], tangents: Sequence[Any] | None,
+                          direction: Sequence[Any] | None, *, device: str = "cpu:0",
+                          mode: str = "jit"):
+  """In one program: the output tangents (`jax.jvp`) for input ``tangents``, and the
+  gradient of <vjp(cotangent), direction> with respect to each input (`jax.grad` of
+  `jax.vjp`: the backward differentiated); None for integer outputs, inputs without a
+  gradient, and what is not asked for (``tangents`` or ``direction`` None)."""
+  _check_run(op, mode, inputs)
+  diff = op.diff_argnums
+
+  def make_run():
+    fn = _function(op, params, inputs, mode)
+
+    def run(args, cots, tans, dirs):
+      out_tangents = second = None
+      if tans is not None:
+        out_tangents = validation.as_tuple(jax.jvp(
+            _of_diff(fn, diff, args), [args[i] for i in diff], [tans[i] for i in diff])[1])
+      if dirs is not None:
+        def inner(*moved):
+          _, cts = _vjp(_of_diff(fn, diff, args), moved, cots)
+          return sum(jnp.vdot(c, dirs[i]) for c, i in zip(cts, diff))
+        second = jax.grad(inner, argnums=tuple(range(len(diff))))(*[args[i] for i in diff])
+      return out_tangents, second
+    return run
+
+  arrays = (list(inputs), list(cotangent), tangents and list(tangents),
+            direction and list(direction))
+  out_tangents, second = _run_on(device, arrays, make_run, mode != "eager")
+  return (None if out_tangents is None else
+          tuple(None if t.dtype == jax.dtypes.float0 else t for t in out_tangents),
+          None if second is None else base.merge_cotangents(op, second))
+
+
+def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+                         cotangent: Sequence[Any], *, device: str = "cpu:0",
+                         transforms: Sequence[str] = TRANSFORMS):
+  """Outputs and input cotangents of a batch (axis 0 of every array) in each of
+  ``transforms``, all in one `jax.jit` program: ``vmap`` of the per-example VJP, a
+  `jax.lax.scan` over the batch, and (vmapped) the per-example VJP of the op under
+  `jax.checkpoint`, rematerialised in the backward."""
+  for transform in transforms:
+    base.check_mode(NAME, transform, TRANSFORMS)
+  validation.check_input_count(op, NAME, inputs)
+  diff = op.diff_argnums
+
+  def make_run():
+    fn = get(op, **params)
+
+    def example(args, cots, wrap=lambda f: f):
+      outs, cts = _vjp(wrap(_of_diff(fn, diff, args)), [args[i] for i in diff], cots)
+      return outs, base.merge_cotangents(op, cts)
+
+    run = {"vmap": jax.vmap(example),
+           "scan": lambda args, cots: jax.lax.scan(
+               lambda carry, xs: (carry, example(*xs)), None, (args, cots))[1],
+           "checkpoint": jax.vmap(lambda args, cots: example(args, cots, jax.checkpoint))}
+    return lambda args, cots: {t: run[t](args, cots) for t in transforms}
+
+  results = _run_on(device, (list(inputs), list(cotangent)), make_run, True)
+  return {t: (tuple(results[t][0]), tuple(results[t][1])) for t in transforms}
 
 
 def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:

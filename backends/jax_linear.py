@@ -16,7 +16,8 @@ functions are traced to jaxprs, and each rule builds the jaxprs it needs from th
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import functools
+from typing import Any, Callable, Hashable, Sequence
 
 import jax
 from jax.extend import core
@@ -24,6 +25,7 @@ from jax.interpreters import ad, batching, mlir
 
 transposable_p = core.Primitive("crossgrad_transposable")
 transposable_p.multiple_results = True
+_TRACED: dict[Hashable, tuple] = {}  # apply()'s key -> (callee jaxpr, transpose thunk).
 
 
 def _trace(fn: Callable[..., Any], avals: Sequence[Any]) -> core.ClosedJaxpr:
@@ -35,20 +37,32 @@ def _shaped(x: Any) -> jax.ShapeDtypeStruct:
 
 
 def apply(fn: Callable[[list, list], list], fn_transpose: Callable[[list, list], list],
-          residuals: Sequence[Any], linear: Sequence[Any]) -> list:
+          residuals: Sequence[Any], linear: Sequence[Any], key: Hashable = None) -> list:
   """``fn(residuals, linear)`` (lists of arrays in, a list out), transposed by
-  ``fn_transpose(residuals, cotangents)``."""
+  ``fn_transpose(residuals, cotangents)``.
+
+  With a ``key`` naming the two functions (up to the arrays' shapes and dtypes, which are
+  added to it), their jaxprs are traced once and reused by later calls with that key, so
+  eager calls also reuse their compiled evaluation.
+  """
   residuals, linear = list(residuals), list(linear)
+  avals = [_shaped(x) for x in residuals + linear]
+  if key is not None:
+    key = (key, tuple((a.shape, a.dtype) for a in avals), len(residuals))
+    if key in _TRACED:
+      return _bind(residuals, linear, *_TRACED[key])
   n = len(residuals)
-  callee = _trace(lambda *a: list(fn(list(a[:n]), list(a[n:]))),
-                  [_shaped(x) for x in residuals + linear])
+  callee = _trace(lambda *a: list(fn(list(a[:n]), list(a[n:]))), avals)
   res_avals = callee.in_avals[:n]
 
   def transpose():
     return _trace(lambda *a: list(fn_transpose(list(a[:n]), list(a[n:]))),
                   list(res_avals) + list(callee.out_avals))
 
-  return _bind(residuals, linear, callee, _memoize(transpose))
+  traced = (callee, _memoize(transpose))
+  if key is not None:
+    _TRACED[key] = traced
+  return _bind(residuals, linear, *traced)
 
 
 def _memoize(thunk: Callable[[], Any]) -> Callable[[], Any]:
@@ -67,9 +81,33 @@ def _bind(residuals, linear, callee, transpose):
                              num_res=len(residuals))
 
 
-def _impl(*args, callee, transpose, num_res):
+def _evaluate(*args, callee, transpose, num_res):
   del transpose, num_res
   return core.jaxpr_as_fun(callee)(*args)
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(callee: core.ClosedJaxpr) -> Callable[..., Any]:
+  return jax.jit(core.jaxpr_as_fun(callee))
+
+
+def _impl(*args, callee, transpose, num_res):
+  """Evaluated outside a trace (eager): one compiled call, not one per equation."""
+  del transpose, num_res
+  return _compiled(callee)(*args)
+
+
+@functools.lru_cache(maxsize=512)
+def _by_residuals(callee: core.ClosedJaxpr, moving: tuple[int, ...]) -> Callable[..., Any]:
+  """The derivative of ``callee`` in its residuals at ``moving``, the linear inputs fixed."""
+  def jvp(residuals, linear, dots):
+    def of_moving(*moved):
+      args = list(residuals)
+      for i, x in zip(moving, moved):
+        args[i] = x
+      return core.jaxpr_as_fun(callee)(*args, *linear)
+    return jax.jvp(of_moving, [residuals[i] for i in moving], list(dots))[1]
+  return jax.jit(jvp)
 
 
 def _abstract_eval(*args, callee, transpose, num_res):
@@ -85,16 +123,10 @@ def _jvp(primals, tangents, *, callee, transpose, num_res):
   out = _bind(residuals, linear, callee, transpose)
   lin_dots = [ad.instantiate_zeros(t) for t in lin_dots]
   dots = _bind(residuals, lin_dots, callee, transpose)
-  moving = [i for i, t in enumerate(res_dots) if type(t) is not ad.Zero]
+  moving = tuple(i for i, t in enumerate(res_dots) if type(t) is not ad.Zero)
   if moving:
-    def of_moving(*moved):
-      args = list(residuals)
-      for i, x in zip(moving, moved):
-        args[i] = x
-      return core.jaxpr_as_fun(callee)(*args, *linear)
-
-    _, by_res = jax.jvp(of_moving, [residuals[i] for i in moving],
-                        [res_dots[i] for i in moving])
+    by_res = _by_residuals(callee, moving)(list(residuals), list(linear),
+                                           [res_dots[i] for i in moving])
     dots = [a + b for a, b in zip(dots, by_res)]
   return out, dots
 
@@ -129,4 +161,4 @@ transposable_p.def_abstract_eval(_abstract_eval)
 ad.primitive_jvps[transposable_p] = _jvp
 ad.primitive_transposes[transposable_p] = _transpose
 batching.primitive_batchers[transposable_p] = _batch
-mlir.register_lowering(transposable_p, mlir.lower_fun(_impl, multiple_results=True))
+mlir.register_lowering(transposable_p, mlir.lower_fun(_evaluate, multiple_results=True))

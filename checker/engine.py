@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from crossgrad.checker import finite_diff
+from crossgrad.checker import higher_order
 from crossgrad.registry import op_registry, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
@@ -217,8 +218,10 @@ def cross_check(
       list of these. Where more than one device runs, ``device`` rows compare each one
       with the backend's first device (same dtype and mode); a request a backend has no
       device for is a failing row.
-    modes: execution modes to cover, e.g. ("eager", "jit"); default every mode each
-      backend has (TensorFlow: eager, graph, jit; JAX: eager, jit).
+    modes: execution and transformation modes to cover, e.g. ("eager", "jit", "vmap");
+      default every mode each backend has (TensorFlow: eager, graph, jit, vectorized_map;
+      JAX: eager, jit, vmap, scan, checkpoint). Export round trips (TensorFlow:
+      saved_model, jax2tf; JAX: export) run only when named here.
     seed: seeds the sampled inputs, cotangents and finite-difference directions.
     progress: called with a line of text as each group of checks starts.
     inputs: arrays to check every op with instead of its ``sample`` (e.g. one op at a
@@ -246,14 +249,24 @@ def cross_check(
                         False, _first_line(e)))
         continue
       rows.extend(finite_difference_rows(op, params, op_inputs, seed))
+      second = _second_sample(op, seed, params) if inputs is None else None
       for dtype in dtypes:
         rows.extend(_dtype_rows(op, params, label, _cast_inputs(op_inputs, dtype), dtype,
-                                reference, modules, devices, modes, seed, say))
+                                reference, modules, devices, modes, seed, say,
+                                second and _cast_inputs(second, dtype)))
   return Report(rows, time.perf_counter() - start, _environment(modules))
 
 
+def _second_sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray] | None:
+  """Another sample, the second example of the transformation modes' batch."""
+  try:
+    return _sample(op, seed + 1, params)
+  except Exception:  # pylint: disable=broad-except
+    return None
+
+
 def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, modes, seed,
-                say) -> list[Row]:
+                say, second=None) -> list[Row]:
   rows = []
   rng = np.random.default_rng([seed, zlib.crc32(dtype.encode())])
   try:
@@ -266,6 +279,8 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
     return [Row(op.name, label, "numpy", "cpu:0", dtype, "eager", "reference", None, None,
                 False, _first_line(e))]
   tolerance = TOLERANCE.get(dtype, 1e-5)
+  case = higher_order.Case(op, params, label, dtype, list(inputs), list(cotangent), tolerance,
+                           _compare, seed)
   output_names = [f"output {i}" for i in range(len(ref_outputs))]
   input_names = [f"d{name}" for name in op.input_names]
   for name, module in modules.items():
@@ -275,7 +290,8 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
                 for wanted in missing)
     first = {}  # mode -> (first device, its outputs and cotangents)
     for device in chosen:
-      for mode in module.MODES if modes is None else [m for m in modes if m in module.MODES]:
+      eager = None  # This device's eager outputs and cotangents, for the export modes.
+      for mode in higher_order.modes_of(module, modes):
         reason = op.unsupported_modes.get(f"{name}:{mode}")
         if reason is not None:
           rows.append(Row(op.name, label, name, device, dtype, mode, "skipped", None, None,
@@ -295,6 +311,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
                             tolerance, False, note, time.perf_counter() - started))
           continue
         seconds = time.perf_counter() - started
+        eager = (outputs, cts) if mode == module.MODES[0] else eager
         if mode in first:
           rows.append(_device_row(op, label, name, device, dtype, mode, (outputs, cts),
                                   first[mode], output_names + input_names, tolerance))
@@ -306,4 +323,12 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
           passed = err <= tolerance
           rows.append(Row(op.name, label, name, device, dtype, mode, check, err, tolerance,
                           passed, "" if passed else note, seconds))
+        say(f"  {op.name} {label} {dtype} {name} {device} {mode}: jvp, second order")
+        rows.extend(higher_order.mode_rows(case, name, module, device, mode, eager,
+                                           (outputs, cts)))
+      transforms = higher_order.transforms_of(module, modes)
+      if transforms:
+        say(f"  {op.name} {label} {dtype} {name} {device} {', '.join(transforms)}")
+        rows.extend(higher_order.transform_rows(case, name, module, device, transforms,
+                                                second))
   return rows

@@ -4,6 +4,7 @@ r"""Cross-checks crossgrad ops between NumPy, TensorFlow and JAX; exits non-zero
   python -m crossgrad.check --module=my_ops --ops=clipped_ste --json=report.json
   crossgrad-check --backends=jax --dtypes=float64 --devices=gpu
   python -m crossgrad.check --cpu_devices=4 --devices=all   # cross-device rows on a CPU
+  python -m crossgrad.check --modes=saved_model,jax2tf,export  # export round trips only
 """
 
 import importlib
@@ -25,8 +26,10 @@ _BACKENDS = flags.DEFINE_list("backends", ["tensorflow", "jax"],
 _DTYPES = flags.DEFINE_list("dtypes", ["float32", "float64"], "Floating dtypes to check.")
 _DEVICES = flags.DEFINE_list("devices", ["all"],
                              "'all', platforms (cpu, gpu, tpu) or device names (gpu:0).")
-_MODES = flags.DEFINE_list("modes", None,
-                           "Execution modes (eager, graph, jit); default: all of each backend.")
+_MODES = flags.DEFINE_list(
+    "modes", None, "Execution and transformation modes (eager, graph, jit, vmap, scan, "
+    "checkpoint, vectorized_map), and export round trips, which run only when named here "
+    "(saved_model, jax2tf, export); default: every execution and transformation mode.")
 _CPU_DEVICES = flags.DEFINE_integer(
     "cpu_devices", None, "Split the host CPU into this many logical devices (cpu:0 ...) "
     "in every backend before checking, to cover multi-device runs without accelerators.")

@@ -41,7 +41,11 @@ class OpDef:
     doc: one line shown by ``crossgrad.check --list``.
     unsupported_modes: ``{"backend:mode": reason}`` for execution modes the op cannot
       run in (e.g. a host callback under TF's XLA); the cross-check reports them as
-      ``skipped`` rows with the reason instead of running them.
+      ``skipped`` rows with the reason instead of running them. Transformation and export
+      modes count (``"jax:vmap"``, ``"tensorflow:saved_model"``).
+    backward_not_differentiable: why the backward cannot be differentiated (e.g. it calls
+      an integer or host computation on the residuals); the cross-check then reports its
+      ``second_order`` rows as ``skipped`` with this reason.
   """
 
   name: str
@@ -56,6 +60,7 @@ class OpDef:
   check_inputs: Callable[..., None] | None = None
   doc: str = ""
   unsupported_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  backward_not_differentiable: str | None = None
   input_names: tuple[str, ...] = dataclasses.field(init=False)
   param_defaults: Mapping[str, Any] = dataclasses.field(init=False)
   nondiff_argnums: tuple[int, ...] = dataclasses.field(init=False)
@@ -97,6 +102,10 @@ class OpDef:
                    expected="'backend:mode', e.g. 'tensorflow:jit'", actual=repr(key))
     for params in self.param_sets:
       self.resolve_params(params)
+    reason = self.backward_not_differentiable
+    if reason is not None and not (isinstance(reason, str) and reason.strip()):
+      self._fail("'backward_not_differentiable' must be a reason (a non-empty string)",
+                 argument="backward_not_differentiable", actual=repr(reason))
 
   # Construction helpers.
 

@@ -78,8 +78,8 @@ def test_backend_specific_backward_is_caught_by_the_comparison():
   op = cg.OpDef("t_jax_only_bug", _leaky_fwd, backward, sample=_sample_off_kink)
   report = cg.cross_check([op], dtypes=["float32"])
   failing = {(r.backend, r.check) for r in report.failures}
-  assert failing == {("jax", "vjp")}
-  assert all(r.note == "worst: dx" for r in report.failures)
+  assert failing == {("jax", "vjp"), ("jax", "jvp")}  # Forward mode transposes the backward.
+  assert all(r.note == "worst: dx" for r in report.failures if r.check == "vjp")
 
 
 def test_correct_builtins_pass_finite_differences_across_seeds():
@@ -95,10 +95,14 @@ def test_correct_builtins_pass_finite_differences_across_seeds():
 def test_full_cross_check_of_the_builtins():
   report = cg.cross_check(seed=1)
   assert report.ok, report.table(failures_only=True)
-  combos = {(r.backend, r.mode, r.dtype) for r in report.rows if r.check == "vjp"}
-  assert combos == {(b, m, d) for b, modes in [("tensorflow", ("eager", "graph", "jit")),
-                                                ("jax", ("eager", "jit"))]
-                    for m in modes for d in ("float32", "float64")}
+  modes = {"tensorflow": ("eager", "graph", "jit"), "jax": ("eager", "jit")}
+  transforms = {"tensorflow": ("vectorized_map",), "jax": ("vmap", "scan", "checkpoint")}
+  for check, chosen in (("vjp", [modes, transforms]), ("jvp", [modes]),
+                        ("second_order", [modes])):
+    combos = {(r.op, r.backend, r.mode, r.dtype) for r in report.rows if r.check == check}
+    assert combos == {(op.name, b, m, d) for op in BUILTIN for by_backend in chosen
+                      for b, ms in by_backend.items() for m in ms
+                      for d in ("float32", "float64")}, check
 
 
 def test_custom_add_is_shown_not_to_be_the_derivative_of_its_forward():
@@ -113,11 +117,12 @@ def test_report_json_and_table():
   report = cg.cross_check(["leaky_relu"], backends=["jax"], modes=["jit"])
   data = json.loads(report.to_json())
   assert data["ok"] is True
-  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 2 * 2)
+  # Per parameter set: fd, then per dtype forward, vjp, jvp, second_order.
+  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 2 * 4)
   assert data["environment"]["jax_devices"] == ["cpu:0"]
   table = report.table()
   assert table.splitlines()[0].split()[:3] == ["op", "params", "backend"]
-  assert table.splitlines()[-1].startswith("crossgrad cross-check: 10 checks, 0 failing")
+  assert table.splitlines()[-1].startswith("crossgrad cross-check: 18 checks, 0 failing")
 
 
 def test_sampleless_op_fails_with_a_clear_row():

@@ -14,6 +14,7 @@ from crossgrad.checker import engine
 
 NAMES = ["output 0", "dx"]
 MODES = {"tensorflow": {"eager", "graph", "jit"}, "jax": {"eager", "jit"}}
+TRANSFORMS = {"tensorflow": {"vectorized_map"}, "jax": {"vmap", "scan", "checkpoint"}}
 
 
 def _check(tmp_path, *flags):
@@ -36,7 +37,8 @@ def test_all_devices_are_checked_and_compared_with_the_first(tmp_path):
     for device in ("cpu:0", "cpu:1", "cpu:2"):
       checked = {(r["mode"], r["check"]) for r in rows
                  if r["backend"] == backend and r["device"] == device}
-      wanted = {(m, c) for m in modes for c in ("forward", "vjp")}
+      wanted = {(m, c) for m in modes for c in ("forward", "vjp", "jvp", "second_order")}
+      wanted |= {(m, c) for m in TRANSFORMS[backend] for c in ("forward", "vjp")}
       if device != "cpu:0":
         wanted |= {(m, "device") for m in modes}
       assert checked == wanted, (backend, device)
