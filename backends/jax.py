@@ -190,7 +190,11 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
     return _forward(op, params, inputs)[0]
 
   def jvp(primals, tangents):
-    outputs, residuals = _forward(op, params, primals)
+    # The outputs come from the op itself, so that a transformation around this rule
+    # (the outer one in jax.hessian) differentiates them by this rule too: a surrogate
+    # stays a surrogate at every order. Compiled, the two forwards are one (CSE).
+    outputs = core(*primals)
+    _, residuals = _forward(op, params, primals)
     return outputs, _output_tangents(op, params, primals, outputs, residuals, tangents)
 
   core.defjvp(jvp, symbolic_zeros=True)
@@ -311,8 +315,8 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       return out_tangents, second
     return run
 
-  arrays = (list(inputs), list(cotangent), tangents and list(tangents),
-            direction and list(direction))
+  arrays = (list(inputs), list(cotangent), None if tangents is None else list(tangents),
+            None if direction is None else list(direction))
   out_tangents, second = _run_on(device, arrays, make_run, mode != "eager")
   return (None if out_tangents is None else
           tuple(None if t.dtype == jax.dtypes.float0 else t for t in out_tangents),

@@ -296,8 +296,8 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
                               unconnected_gradients=tf.UnconnectedGradients.ZERO)
     return out_tangents, second
 
-  arrays = (list(inputs), list(cotangent), tangents and list(tangents),
-            direction and list(direction))
+  arrays = (list(inputs), list(cotangent), None if tangents is None else list(tangents),
+            None if direction is None else list(direction))
   out_tangents, second = _run_on(device, mode, arrays, run, op, params, inputs)
   return (None if out_tangents is None else tuple(out_tangents),
           None if second is None else base.merge_cotangents(op, second))

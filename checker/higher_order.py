@@ -34,14 +34,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from crossgrad.backends import base
 from crossgrad.checker import finite_diff
 from crossgrad.checker.report import Row
 from crossgrad.registry import validation
-from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
 KINDS = ("jvp", "second_order")
-DUAL_LIMIT = 4096  # Outputs up to this many elements get the transposed backward exactly.
+DUAL_LIMIT = 4096  # Outputs up to this many elements get the transposed backward in full.
+SECOND_ORDER_FULL_LIMIT = 2048  # Inputs up to this many elements: second order in full.
+DIRECTIONS = 4  # Random directions of a dot-product test, beyond those limits.
 BATCH = 2  # Examples in a transformation mode's batch.
 
 
@@ -97,13 +99,14 @@ class Case:
     return _directions(self.op, self.inputs, self.rng("direction"))
 
   @functools.cached_property
-  def expected_tangents(self) -> list[np.ndarray | None]:
-    return reference_jvp(self.op, self.params, self.inputs, self.tangents)
+  def jvp_reference(self) -> "Reference":
+    return reference_jvp(self.op, self.params, self.inputs, self.tangents,
+                         self.rng("jvp directions"))
 
   @functools.cached_property
-  def expected_second_order(self) -> list[np.ndarray | None]:
+  def second_order_reference(self) -> "Reference":
     return reference_second_order(self.op, self.params, self.inputs, self.cotangent,
-                                  self.direction)
+                                  self.direction, self.rng("second-order directions"))
 
   @property
   def fd_tolerance(self) -> float:
@@ -130,15 +133,69 @@ def _step(arrays) -> float:
   return finite_diff.STEP * scale
 
 
-def reference_jvp(op: OpDef, params: dict, inputs, tangents) -> list[np.ndarray | None]:
-  """The forward-mode tangent each backend must compute, in float64, one per output (None
-  for integer outputs): central differences of the forward for exact inputs, of the
-  surrogate for a surrogate op's other inputs, and the transposed reference backward
-  where a surrogate op declares no surrogate."""
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+def _dot(a: Sequence[np.ndarray | None], b: Sequence[np.ndarray | None]) -> float:
+  return sum(float(np.vdot(x, y)) for x, y in zip(a, b) if x is not None and y is not None)
+
+
+def _norm(a: Sequence[np.ndarray | None]) -> float:
+  return float(np.sqrt(sum(float(np.vdot(x, x)) for x in a if x is not None)))
+
+
+@dataclasses.dataclass
+class Reference:
+  """What a backend's arrays must be: ``expected`` (float64, None where nothing is due);
+  or, where that is too large to know in full, ``expected`` holds the part known in full
+  and ``dual(c)`` says what <c, actual - expected> must be for a direction ``c``: tested
+  along ``directions`` (random) and along ``actual - expected`` itself, which makes a
+  scaled or sign-flipped result stand out."""
+
+  expected: list[np.ndarray | None]
+  dual: Callable[[list[np.ndarray | None]], float] | None = None
+  directions: list[list[np.ndarray | None]] = dataclasses.field(default_factory=list)
+  how: str = ""
+
+  def error(self, actual: Sequence[Any], dtypes: Sequence[str],
+            names: Sequence[str]) -> tuple[float, str]:
+    """The worst error: relative to the largest expected entry (at least 1) in full,
+    relative to the Cauchy-Schwarz bound in a dot-product test; infinite on a missing
+    array or a dtype or shape mismatch."""
+    worst, note = 0.0, ""
+    for name, a, e, dtype in zip(names, actual, self.expected, dtypes):
+      if e is None:
+        continue
+      if a is None:
+        return float("inf"), f"{name}: missing"
+      a = np.asarray(a)
+      if a.dtype.name != dtype or a.shape != e.shape:
+        return float("inf"), (f"{name}: {a.dtype.name}{list(a.shape)}, "
+                              f"want {dtype}{list(e.shape)}")
+      diff = np.abs(a.astype(np.float64) - e)
+      if np.isnan(diff).any():
+        return float("inf"), f"{name}: NaN"
+      err = float(np.max(diff, initial=0.0)) / max(1.0, float(np.max(np.abs(e), initial=0.0)))
+      if self.dual is None and (err > worst or not note):
+        worst, note = err, f"worst: {name}"
+    if self.dual is not None:
+      rest = [None if e is None else np.asarray(a, np.float64) - e
+              for a, e in zip(actual, self.expected)]
+      for c in self.directions + [rest]:
+        value, got = self.dual(c), _dot(c, rest)
+        bound = max(_norm(c) * _norm(rest), abs(value), np.finfo(np.float64).tiny)
+        worst = max(worst, abs(got - value) / bound)
+      note = f"{self.how}, {len(self.directions) + 1} directions"
+    return worst, note
+
+
+def reference_jvp(op: OpDef, params: dict, inputs, tangents, rng) -> Reference:
+  """The forward-mode tangents each backend must compute, one per output (None for integer
+  outputs): central differences of the forward for exact inputs, of the surrogate for a
+  surrogate op's other inputs, and the transposed reference backward where a surrogate op
+  declares no surrogate (in full from the VJPs of the output basis, or by dot products
+  with random output cotangents where the outputs are too large)."""
   reference = base.load("numpy")
   x, t = _wide(inputs), _wide(tangents)
-  outputs = validation.as_tuple(reference.get(op, **params)(*x))
+  raw = reference.get(op, **params)(*x)
+  outputs = validation.as_tuple(raw)
   total = [np.zeros(np.shape(o)) for o in _floating(outputs)]
 
   def forward(xp, *args, **kw):
@@ -160,42 +217,38 @@ def reference_jvp(op: OpDef, params: dict, inputs, tangents) -> list[np.ndarray 
 
     for k, (plus, minus) in enumerate(zip(moved(1), moved(-1))):
       total[k] += (plus - minus) / (2 * h)
-  if rest:
-    for k, part in enumerate(_transposed_backward(reference, op, params, x, t, rest)):
-      total[k] += part
-  it = iter(total)
-  return [next(it) if np.issubdtype(np.asarray(o).dtype, np.floating) else None
-          for o in outputs]
+
+  def per_output(arrays):
+    it = iter(arrays)
+    return [next(it) if np.issubdtype(np.asarray(o).dtype, np.floating) else None
+            for o in outputs]
+
+  if not rest:
+    return Reference(per_output(total))
+  _, vjp_fn = reference.vjp(op, *x, **params)
+
+  def transposed(c):  # <c, J_rest t_rest> = <J_rest^T c, t_rest>
+    cts = vjp_fn(tuple(c) if isinstance(raw, tuple) else c[0])
+    return _dot([cts[i] for i in rest], [t[i] for i in rest])
+
+  shapes = per_output(total)
+  if sum(a.size for a in total) > DUAL_LIMIT:
+    directions = [[None if a is None else rng.standard_normal(a.shape) for a in shapes]
+                  for _ in range(DIRECTIONS)]
+    return Reference(shapes, transposed, directions, "transposed backward by dot products")
+  for k, a in enumerate(shapes):
+    for j in range(0 if a is None else a.size):
+      c = [None if b is None else np.zeros(b.shape) for b in shapes]
+      c[k].flat[j] = 1.0
+      a.flat[j] += transposed(c)
+  return Reference(shapes)
 
 
-def _transposed_backward(reference, op, params, x, t, argnums) -> list[np.ndarray]:
-  """sum over ``argnums`` of J_i t_i, from the reference VJP of each output basis vector."""
-  outputs, vjp_fn = reference.vjp(op, *x, **params)
-  outs = validation.as_tuple(outputs)
-  floating = [k for k, o in enumerate(outs) if np.issubdtype(o.dtype, np.floating)]
-  sizes = [outs[k].size for k in floating]
-  if sum(sizes) > DUAL_LIMIT:
-    raise CrossgradError(
-        "too many outputs to transpose the reference backward", op=op.name,
-        argument="inputs", expected=f"at most {DUAL_LIMIT} output elements",
-        actual=sum(sizes), hint="Check forward mode of this surrogate at a smaller size")
-  parts = [np.zeros(s) for s in sizes]
-  for slot, size in enumerate(sizes):
-    for j in range(size):
-      g = [None] * len(outs)
-      for k in floating:
-        g[k] = np.zeros(outs[k].shape)
-      g[floating[slot]].flat[j] = 1.0
-      cts = vjp_fn(tuple(g) if isinstance(outputs, tuple) else g[0])
-      parts[slot][j] = sum(float(np.vdot(cts[i], t[i])) for i in argnums)
-  return [p.reshape(outs[k].shape) for p, k in zip(parts, floating)]
-
-
-def reference_second_order(op: OpDef, params: dict, inputs, cotangent,
-                           direction) -> list[np.ndarray | None]:
-  """Central differences, input element by input element, of <vjp(cotangent), direction>
-  with the reference backward: one float64 array per input (None where it has no gradient)."""
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+def reference_second_order(op: OpDef, params: dict, inputs, cotangent, direction,
+                           rng) -> Reference:
+  """Central differences of <vjp(cotangent), direction> with the reference backward: its
+  gradient with respect to each input (None where it has none) element by element, or by
+  dot products with random directions where the inputs are too large for that."""
   reference = base.load("numpy")
   x, g, v = _wide(inputs), _wide(cotangent), _wide(direction)
   diff = op.diff_argnums
@@ -203,42 +256,27 @@ def reference_second_order(op: OpDef, params: dict, inputs, cotangent,
   def phi(args):
     outputs, vjp_fn = reference.vjp(op, *args, **params)
     cts = vjp_fn(tuple(g) if isinstance(outputs, tuple) else g[0])
-    return sum(float(np.vdot(cts[i], v[i])) for i in diff)
+    return _dot([cts[i] for i in diff], [v[i] for i in diff])
 
   h = _step([x[i] for i in diff])
-  result: list[np.ndarray | None] = [None] * len(x)
+
+  def along(t):
+    plus = [a if s is None else a + h * s for a, s in zip(x, t)]
+    minus = [a if s is None else a - h * s for a, s in zip(x, t)]
+    return (phi(plus) - phi(minus)) / (2 * h)
+
+  expected: list[np.ndarray | None] = [
+      np.zeros(x[i].shape) if i in diff else None for i in range(len(x))]
+  if sum(x[i].size for i in diff) > SECOND_ORDER_FULL_LIMIT:
+    directions = [[None if a is None else rng.standard_normal(a.shape) for a in expected]
+                  for _ in range(DIRECTIONS)]
+    return Reference(expected, along, directions, "directional finite differences")
   for i in diff:
-    grad = np.zeros(x[i].shape)
     for j in range(x[i].size):
-      args = list(x)
-      for sign in (1, -1):
-        args[i] = x[i].copy()
-        args[i].flat[j] += sign * h
-        grad.flat[j] += sign * phi(args) / (2 * h)
-    result[i] = grad
-  return result
-
-
-def fd_error(actual: Sequence[Any], expected: Sequence[Any], dtypes: Sequence[str],
-             names: Sequence[str]) -> tuple[float, str]:
-  """Worst max |actual - expected| over the pairs, relative to the largest expected entry
-  (at least 1); infinite on a missing array, or a shape or dtype mismatch."""
-  worst, note = 0.0, ""
-  for name, a, e, dtype in zip(names, actual, expected, dtypes):
-    if e is None:
-      continue
-    if a is None:
-      return float("inf"), f"{name}: missing"
-    a = np.asarray(a)
-    if a.dtype.name != dtype or a.shape != e.shape:
-      return float("inf"), f"{name}: {a.dtype.name}{list(a.shape)}, want {dtype}{list(e.shape)}"
-    diff = np.abs(a.astype(np.float64) - e)
-    if np.isnan(diff).any():
-      return float("inf"), f"{name}: NaN"
-    err = float(np.max(diff, initial=0.0)) / max(1.0, float(np.max(np.abs(e), initial=0.0)))
-    if err > worst or not note:
-      worst, note = err, f"worst: {name}"
-  return worst, note
+      t = [None if a is None else np.zeros(a.shape) for a in expected]
+      t[i].flat[j] = 1.0
+      expected[i].flat[j] = along(t)
+  return Reference(expected)
 
 
 def _skip(case: Case, backend: str, device: str, mode: str, kind: str, reason: str) -> Row:
@@ -299,12 +337,13 @@ def mode_rows(case: Case, backend: str, module: Any, device: str, mode: str,
                                       else f"{kind}: {got.note.split(': ', 1)[-1]}"))
     else:
       if kind == "jvp":
-        names = [f"output {j} tangent" for j in range(len(case.expected_tangents))]
-        err, note = fd_error(got[k], case.expected_tangents, [case.dtype] * len(names), names)
+        reference = case.jvp_reference
+        names = [f"output {j} tangent" for j in range(len(reference.expected))]
+        err, note = reference.error(got[k], [case.dtype] * len(names), names)
       else:
         names = [f"d<vjp, v>/d{n}" for n in op.input_names]
         dtypes = [np.asarray(x).dtype.name for x in case.inputs]
-        err, note = fd_error(got[k], case.expected_second_order, dtypes, names)
+        err, note = case.second_order_reference.error(got[k], dtypes, names)
       ok = err <= case.fd_tolerance
       rows.append(case.row(backend, device, mode, kind, err, ok, "" if ok else note,
                            seconds / len(wanted), case.fd_tolerance))
@@ -335,7 +374,6 @@ def transform_rows(case: Case, backend: str, module: Any, device: str, transform
                    second: Sequence[np.ndarray] | None) -> list[Row]:
   """``forward`` and ``vjp`` rows of each transformation mode: a batch against the reference
   looped over it."""
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
   reference = base.load("numpy")
   op = case.op
   rows = []
