@@ -1,24 +1,36 @@
-"""The JAX backend: each op becomes a `jax.custom_vjp` function written in `jax.numpy`."""
+"""The JAX backend: each op becomes a `jax.custom_jvp` function written in `jax.numpy`.
+
+Its tangent rule is the transpose of the op's backward, as a `jax_linear` primitive whose
+transpose is the backward as written: `jax.jvp`, `jacfwd`, `linearize` and `hessian` work,
+and reverse mode (`jax.grad`) compiles to the program a hand-written `jax.custom_vjp`
+would. A surrogate gradient stays a surrogate in both directions: the forward-mode
+derivative is the transpose of the backward, never the forward's own derivative.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend import core as jex
 
-from crossgrad.backends import base
+from crossgrad.backends import base, jax_export, jax_linear
 from crossgrad.registry import numpy_like, validation
+from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
 
 NAME = "jax"
 VERSION = jax.__version__
 MODES = ("eager", "jit")
+EXTRA_MODES = ("export",)  # Run when asked for: a jax.export round trip.
+UNSUPPORTED_CHECKS = {("jvp", "export"): "jax.export serialises reverse-mode derivatives "
+                                         "(vjp_order), not forward mode"}
+TRANSFORMS = ("vmap", "scan", "checkpoint")
 PLATFORMS = ("cpu", "gpu", "tpu")
 
 
@@ -47,16 +59,6 @@ def spec_of(x: Any) -> validation.ArraySpec:
   return validation.ArraySpec(tuple(np.shape(x)), jnp.dtype(x.dtype).name)
 
 
-@jax.tree_util.register_static
-@dataclasses.dataclass(frozen=True)
-class _Specs:
-  """Static facts the backward pass validates against (carried as pytree aux data)."""
-
-  inputs: tuple[validation.ArraySpec, ...]
-  outputs: tuple[validation.ArraySpec, ...]
-  single: bool
-
-
 def _forward(op: OpDef, params: dict, inputs: Sequence[Any]):
   outputs, residuals = validation.check_forward_result(
       op, NAME, op.forward(xp, *inputs, **params))
@@ -65,28 +67,142 @@ def _forward(op: OpDef, params: dict, inputs: Sequence[Any]):
   return (tuple(outputs) if isinstance(outputs, (tuple, list)) else outputs), residuals
 
 
+def _is_array(x: Any) -> bool:
+  return isinstance(x, (jax.Array, np.ndarray))
+
+
+def _shaped(x: Any) -> jax.ShapeDtypeStruct:
+  return jax.ShapeDtypeStruct(np.shape(x), x.dtype)
+
+
+def _used(jaxpr) -> list[bool]:
+  """For each input of ``jaxpr``, whether an equation or an output reads it."""
+  read = {v for eqn in jaxpr.eqns for v in eqn.invars if not isinstance(v, jex.Literal)}
+  read.update(v for v in jaxpr.outvars if not isinstance(v, jex.Literal))
+  return [v in read for v in jaxpr.invars]
+
+
+def _depends_on(jaxpr, sources: Sequence[Any]) -> list[bool]:
+  """For each output of ``jaxpr``, whether it reads any of the variables ``sources``."""
+  reached = set(sources)
+  for eqn in jaxpr.eqns:
+    if any(not isinstance(v, jex.Literal) and v in reached for v in eqn.invars):
+      reached.update(eqn.outvars)
+  return [not isinstance(v, jex.Literal) and v in reached for v in jaxpr.outvars]
+
+
+def _check_linear(op: OpDef, closed, n_res: int, moving: Sequence[int]):
+  """Each cotangent must read g, or be a constant zero: `jax.linear_transpose` would
+  read a term without g as zero, and forward mode would then disagree with the backward."""
+  jaxpr = closed.jaxpr
+  reads_g = _depends_on(jaxpr, jaxpr.invars[n_res:])
+  reads_any = _depends_on(jaxpr, jaxpr.invars)
+  constant = [i for i, a in zip(moving, reads_any) if not a]
+  for i, g, a in zip(moving, reads_g, reads_any):
+    if a and not g:
+      raise _not_linear(op, "it reads the residuals but not g",
+                        f"cotangent for input '{op.input_names[i]}'")
+  if constant:
+    with jax.ensure_compile_time_eval():
+      values = jex.jaxpr_as_fun(closed)(
+          *(jnp.zeros(v.aval.shape, v.aval.dtype) for v in jaxpr.invars))
+      nonzero = [bool(jnp.any(value != 0)) for value in values]
+    for i, bad in zip(moving, nonzero):
+      if i in constant and bad:
+        raise _not_linear(op, "it is a nonzero constant",
+                          f"cotangent for input '{op.input_names[i]}'")
+
+
+def _not_linear(op: OpDef, actual: str, where: str = "backward") -> CrossgradError:
+  return CrossgradError(
+      "backward is not linear in the cotangent g", op=op.name, backend=NAME, argument=where,
+      expected="a backward linear in g (its transpose is the op's forward-mode derivative)",
+      actual=actual,
+      hint="Multiply g by values computed from the residuals; never square g, branch on it "
+           "or add a constant to it")
+
+
+_READ: dict[Any, list[int]] = {}  # _trace_key -> the residual leaves the backward reads.
+
+
+def _trace_key(op, params, tree, leaves, dynamic, moving, in_specs, out_specs):
+  """What the transposed backward's trace depends on besides array shapes, or None when
+  a static residual cannot be hashed (then it is traced afresh each time)."""
+  static = tuple(leaf for k, leaf in enumerate(leaves) if k not in dynamic)
+  key = (op, tuple(sorted(params.items())), tree, static, tuple(dynamic), tuple(moving),
+         tuple(in_specs), tuple(out_specs), jax.config.jax_enable_x64)
+  try:
+    hash(key)
+  except TypeError:
+    return None
+  return key
+
+
+def _output_tangents(op: OpDef, params: dict, inputs, outputs, residuals, tangents):
+  """The op's forward-mode derivative: the transpose of its backward applied to the input
+  tangents (`jax_linear`: reverse mode transposes it back to the backward as written)."""
+  outs = validation.as_tuple(outputs)
+  single = not isinstance(outputs, tuple)
+  in_specs = [spec_of(x) for x in inputs]
+  out_specs = [spec_of(o) for o in outs]
+  floating = [k for k, spec in enumerate(out_specs) if spec.is_floating]
+  moving = [i for i in op.diff_argnums
+            if not isinstance(tangents[i], jax.custom_derivatives.SymbolicZero)]
+  leaves, tree = jax.tree_util.tree_flatten(residuals)
+  dynamic = [k for k, leaf in enumerate(leaves) if _is_array(leaf)]
+
+  def backward(res, g_floating):
+    full = list(leaves)
+    for k, x in zip(dynamic, res):
+      full[k] = x
+    g = [None] * len(outs)
+    for k, x in zip(floating, g_floating):
+      g[k] = x
+    cotangents = op.backward(xp, jax.tree_util.tree_unflatten(tree, full),
+                             g[0] if single else tuple(g), **params)
+    cotangents = validation.check_cotangents(op, NAME, in_specs, cotangents, spec_of)
+    return [cotangents[i] for i in moving]
+
+  g_examples = [jax.ShapeDtypeStruct(out_specs[k].shape, out_specs[k].dtype) for k in floating]
+  key = _trace_key(op, params, tree, leaves, dynamic, moving, in_specs, out_specs)
+  if key is None or key not in _READ:
+    closed = jax.make_jaxpr(backward)([_shaped(leaves[k]) for k in dynamic], g_examples)
+    _check_linear(op, closed, len(dynamic), moving)
+    read = [k for k, used in zip(dynamic, _used(closed.jaxpr)) if used]
+    if key is not None:
+      _READ[key] = read
+  dynamic = _READ[key] if key is not None else read  # Only the residuals the backward reads.
+
+  def transposed(res, t):
+    try:
+      (t_out,) = jax.linear_transpose(lambda g: backward(res, g), g_examples)(t)
+    except AssertionError:  # JAX's transpose of a product of two terms that read g.
+      raise _not_linear(op, "it multiplies g by g (or by a value computed from g)") from None
+    except (NotImplementedError, TypeError) as e:
+      raise _not_linear(op, f"JAX cannot transpose it: {e}"[:200]) from None
+    return t_out
+
+  t_out = iter(jax_linear.apply(transposed, backward, [leaves[k] for k in dynamic],
+                                [tangents[i] for i in moving], key))
+  result = tuple(next(t_out) if spec.is_floating else np.zeros(spec.shape, jax.dtypes.float0)
+                 for spec in out_specs)
+  return result[0] if single else result
+
+
 def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
-  @jax.custom_vjp
+  @jax.custom_jvp
   def core(*inputs):
     return _forward(op, params, inputs)[0]
 
-  def fwd(*inputs):
-    outputs, residuals = _forward(op, params, inputs)
-    specs = _Specs(tuple(spec_of(x) for x in inputs),
-                   tuple(spec_of(o) for o in validation.as_tuple(outputs)),
-                   not isinstance(outputs, tuple))
-    return outputs, (residuals, specs)
+  def jvp(primals, tangents):
+    # The outputs come from the op itself, so that a transformation around this rule
+    # (the outer one in jax.hessian) differentiates them by this rule too: a surrogate
+    # stays a surrogate at every order. Compiled, the two forwards are one (CSE).
+    outputs = core(*primals)
+    _, residuals = _forward(op, params, primals)
+    return outputs, _output_tangents(op, params, primals, outputs, residuals, tangents)
 
-  def bwd(saved, upstream):
-    residuals, specs = saved
-    upstream = (upstream,) if specs.single else tuple(upstream)
-    g = validation.cotangent_for(
-        op, specs.outputs, upstream,
-        lambda i: jnp.zeros(specs.outputs[i].shape, specs.outputs[i].dtype), specs.single)
-    cotangents = op.backward(xp, residuals, g, **params)
-    return validation.check_cotangents(op, NAME, specs.inputs, cotangents, spec_of)
-
-  core.defvjp(fwd, bwd)
+  core.defjvp(jvp, symbolic_zeros=True)
 
   def call(*inputs):
     validation.check_input_count(op, NAME, inputs)
@@ -123,38 +239,137 @@ def precision_scope(arrays: Sequence[np.ndarray]):
   return jax.enable_x64(True) if wide else contextlib.nullcontext()
 
 
+def _check_run(op: OpDef, mode: str, inputs: Sequence[Any]):
+  base.check_mode(NAME, mode, MODES + EXTRA_MODES)
+  validation.check_input_count(op, NAME, inputs)
+
+
+def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):
+  """The op's function in ``mode``: the emitted op, or its `jax.export` round trip."""
+  fn = get(op, **params)
+  return jax_export.round_trip(fn, inputs) if mode == "export" else fn
+
+
+def _key(op: OpDef, params: dict, mode: str, *what: Any) -> tuple | None:
+  """The `base.compiled` key of a runner; None (build each time) for an export round trip,
+  whose function is new on every call."""
+  return None if mode == "export" else (get(op, **params), mode, *what)
+
+
+def _run_on(device: str, arrays: Any, make_run: Callable[[], Callable[..., Any]], jit: bool,
+            key: tuple | None = None):
+  """``make_run()(*arrays)`` on ``device`` (64-bit where the arrays need it), as NumPy; a
+  jitted runner with a ``key`` (emitted function, mode, what it runs) is made once
+  (`base.compiled`), so running it again on same-shaped arrays compiles nothing."""
+  target = find_device(device)
+  with precision_scope(jax.tree.leaves(arrays)), jax.default_device(target):
+    if jit and key is not None:
+      run = base.compiled(key + (device,), lambda: jax.jit(make_run()))
+    else:
+      run = jax.jit(make_run()) if jit else make_run()
+    out = run(*jax.device_put(arrays, target))
+    return jax.tree.map(np.asarray, jax.device_get(out))
+
+
+def _of_diff(fn: Callable[..., Any], diff: Sequence[int], args: Sequence[Any]):
+  """``fn`` as a function of the inputs at ``diff``, the others fixed to ``args``."""
+  def f(*moved):
+    full = list(args)
+    for i, x in zip(diff, moved):
+      full[i] = x
+    return fn(*full)
+  return f
+
+
+def _vjp(f: Callable[..., Any], diff_args: Sequence[Any], cots: Sequence[Any]):
+  """Outputs (a tuple) and the cotangents of ``diff_args`` for output cotangents ``cots``."""
+  outputs, vjp_fn = jax.vjp(f, *diff_args)
+  outs = validation.as_tuple(outputs)
+  full = tuple(c if c is not None else np.zeros(o.shape, jax.dtypes.float0)
+               for o, c in zip(outs, cots))
+  return outs, vjp_fn(full if isinstance(outputs, tuple) else full[0])
+
+
 def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
              *, device: str = "cpu:0", mode: str = "jit"):
-  """Outputs (as a tuple) and input cotangents, on ``device``, eagerly or under `jax.jit`."""
-  base.check_mode(NAME, mode, MODES)
-  validation.check_input_count(op, NAME, inputs)
-  fn = get(op, **params)
+  """Outputs (as a tuple) and input cotangents, on ``device``, eagerly, under `jax.jit`, or
+  through a `jax.export` round trip (``mode="export"``)."""
+  _check_run(op, mode, inputs)
   diff = op.diff_argnums
 
-  def run(diff_args, all_args, cots):
-    def f(*d):
-      args = list(all_args)
-      for i, x in zip(diff, d):
-        args[i] = x
-      return fn(*args)
+  def make_run():
+    fn = _function(op, params, inputs, mode)
+    return lambda args, cots: _vjp(_of_diff(fn, diff, args), [args[i] for i in diff], cots)
 
-    outputs, vjp_fn = jax.vjp(f, *diff_args)
-    outs = validation.as_tuple(outputs)
-    full = tuple(c if c is not None else np.zeros(o.shape, jax.dtypes.float0)
-                 for o, c in zip(outs, cots))
-    grads = vjp_fn(full if isinstance(outputs, tuple) else full[0])
-    return outs, grads
+  outs, grads = _run_on(device, (list(inputs), list(cotangent)), make_run, mode != "eager",
+                        _key(op, params, mode))
+  return tuple(outs), base.merge_cotangents(op, grads)
 
-  if mode == "jit":
-    run = base.compiled((fn, mode, device), lambda: jax.jit(run))
-  target = find_device(device)
-  with precision_scope(list(inputs) + list(cotangent)), jax.default_device(target):
-    args = [jax.device_put(x, target) for x in inputs]
-    cots = [None if c is None else jax.device_put(c, target) for c in cotangent]
-    outs, grads = run([args[i] for i in diff], args, cots)
-    outs, grads = jax.device_get((outs, grads))
-  return tuple(np.asarray(o) for o in outs), base.merge_cotangents(op, grads)
 
+def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+                          cotangent: Sequence[Any], tangents: Sequence[Any] | None,
+                          direction: Sequence[Any] | None, *, device: str = "cpu:0",
+                          mode: str = "jit"):
+  """In one program: the output tangents (`jax.jvp`) for input ``tangents``, and the
+  gradient of <vjp(cotangent), direction> with respect to each input (`jax.grad` of
+  `jax.vjp`: the backward differentiated); None for integer outputs, inputs without a
+  gradient, and what is not asked for (``tangents`` or ``direction`` None)."""
+  _check_run(op, mode, inputs)
+  diff = op.diff_argnums
+
+  def make_run():
+    fn = _function(op, params, inputs, mode)
+
+    def run(args, cots, tans, dirs):
+      out_tangents = second = None
+      if tans is not None:
+        out_tangents = validation.as_tuple(jax.jvp(
+            _of_diff(fn, diff, args), [args[i] for i in diff], [tans[i] for i in diff])[1])
+      if dirs is not None:
+        def inner(*moved):
+          _, cts = _vjp(_of_diff(fn, diff, args), moved, cots)
+          return sum(jnp.vdot(c, dirs[i]) for c, i in zip(cts, diff))
+        second = jax.grad(inner, argnums=tuple(range(len(diff))))(*[args[i] for i in diff])
+      return out_tangents, second
+    return run
+
+  arrays = (list(inputs), list(cotangent), None if tangents is None else list(tangents),
+            None if direction is None else list(direction))
+  out_tangents, second = _run_on(device, arrays, make_run, mode != "eager",
+                                 _key(op, params, mode, "higher_order"))
+  return (None if out_tangents is None else
+          tuple(None if t.dtype == jax.dtypes.float0 else t for t in out_tangents),
+          None if second is None else base.merge_cotangents(op, second))
+
+
+def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+                         cotangent: Sequence[Any], *, device: str = "cpu:0",
+                         transforms: Sequence[str] = TRANSFORMS):
+  """Outputs and input cotangents of a batch (axis 0 of every array) in each of
+  ``transforms``, all in one `jax.jit` program: ``vmap`` of the per-example VJP, a
+  `jax.lax.scan` over the batch, and (vmapped) the per-example VJP of the op under
+  `jax.checkpoint`, rematerialised in the backward."""
+  for transform in transforms:
+    base.check_mode(NAME, transform, TRANSFORMS)
+  validation.check_input_count(op, NAME, inputs)
+  diff = op.diff_argnums
+
+  def make_run():
+    fn = get(op, **params)
+
+    def example(args, cots, wrap=lambda f: f):
+      outs, cts = _vjp(wrap(_of_diff(fn, diff, args)), [args[i] for i in diff], cots)
+      return outs, base.merge_cotangents(op, cts)
+
+    run = {"vmap": jax.vmap(example),
+           "scan": lambda args, cots: jax.lax.scan(
+               lambda carry, xs: (carry, example(*xs)), None, (args, cots))[1],
+           "checkpoint": jax.vmap(lambda args, cots: example(args, cots, jax.checkpoint))}
+    return lambda args, cots: {t: run[t](args, cots) for t in transforms}
+
+  results = _run_on(device, (list(inputs), list(cotangent)), make_run, True,
+                    _key(op, params, "jit", tuple(transforms)))
+  return {t: (tuple(results[t][0]), tuple(results[t][1])) for t in transforms}
 
 
 def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:

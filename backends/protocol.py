@@ -4,7 +4,9 @@ A backend is a module (or any object) with the members of `Backend`. The built-i
 are `crossgrad.backends.numpy` (the reference), `.tensorflow`, `.jax` and `.torch`; another one
 joins with `crossgrad.backends.base.register` and is then cross-checked like the others
 (``cross_check(backends=[name])``). Backends name no op: everything op-specific comes
-from the `OpDef` they are handed.
+from the `OpDef` they are handed. `HigherOrder` lists optional members (forward mode,
+second order, transformations, export round trips); the cross-check skips, with the
+reason, what a backend leaves out.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class Backend(Protocol):
     NAME: the backend's name ("tensorflow"), as used in flags, reports and errors.
     VERSION: the framework's version string, for reports.
     MODES: execution modes `evaluate` takes, e.g. ("eager", "jit"); the first is eager.
+      The cross-check runs all of them by default.
     xp: the namespace op definitions are written against (`crossgrad.registry.namespace`).
   """
 
@@ -59,5 +62,47 @@ class Backend(Protocol):
     ``flatten(obj) -> (children, aux)``, ``unflatten(aux, children) -> obj``."""
 
 
+@runtime_checkable
+class HigherOrder(Protocol):
+  """Optional members: forward mode, second order, transformations and export round trips.
+
+  A backend may implement any of these; the cross-check reports a row kind it cannot
+  serve as ``skipped`` with the reason (a missing member, an entry in
+  ``UNSUPPORTED_CHECKS``, or a `NotImplementedError` raised for a mode).
+
+  Attributes:
+    EXTRA_MODES: further modes `evaluate` and `evaluate_higher_order` take that run only
+      when asked for (``modes=``, ``--modes``): export round trips, e.g. ("saved_model",).
+    TRANSFORMS: transformation modes `evaluate_transformed` takes, e.g. ("vmap", "scan").
+    UNSUPPORTED_CHECKS: ``{(check, mode): reason}`` for a higher-order check a mode cannot
+      compute, e.g. ``{("jvp", "export"): "..."}``.
+  """
+
+  EXTRA_MODES: tuple[str, ...]
+  TRANSFORMS: tuple[str, ...]
+  UNSUPPORTED_CHECKS: dict[tuple[str, str], str]
+
+  def evaluate_higher_order(
+      self, op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+      cotangent: Sequence[np.ndarray | None], tangents: Sequence[np.ndarray | None] | None,
+      direction: Sequence[np.ndarray | None] | None, *, device: str, mode: str,
+  ) -> tuple[tuple[np.ndarray | None, ...] | None, tuple[np.ndarray | None, ...] | None]:
+    """In one program where the framework allows: the output tangents of forward mode for
+    input ``tangents`` (one per output, None for integer outputs), and the gradient of
+    <vjp(cotangent), direction> with respect to each input (the backward differentiated
+    once more; None for non-differentiable inputs). ``tangents`` / ``direction`` are one
+    array per input (None for non-differentiable ones); a whole argument None means that
+    part is not wanted, and its result is None."""
+
+  def evaluate_transformed(
+      self, op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+      cotangent: Sequence[np.ndarray | None], *, device: str, transforms: Sequence[str],
+  ) -> dict[str, tuple[tuple[np.ndarray, ...], tuple[np.ndarray | None, ...]]]:
+    """For a batch (axis 0 of every input and cotangent), per transformation in
+    ``transforms``: the outputs and input cotangents as `evaluate` gives them, batched."""
+
+
 MEMBERS = ("NAME", "VERSION", "MODES", "xp", "get", "spec_of", "devices", "evaluate",
            "precision_scope", "register_container")
+OPTIONAL_MEMBERS = ("EXTRA_MODES", "TRANSFORMS", "UNSUPPORTED_CHECKS", "evaluate_higher_order",
+                    "evaluate_transformed")

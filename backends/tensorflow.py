@@ -13,9 +13,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
+from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 
-from crossgrad.backends import base
-from crossgrad.backends import tensorflow_array_api
+from crossgrad.backends import base, tensorflow_array_api, tensorflow_export
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
@@ -23,6 +24,10 @@ from crossgrad.registry.opdef import OpDef
 NAME = "tensorflow"
 VERSION = tf.__version__
 MODES = ("eager", "graph", "jit")
+EXTRA_MODES = ("saved_model", "jax2tf")  # Run when asked for: export round trips.
+TRANSFORMS = ("vectorized_map",)
+UNSUPPORTED_CHECKS = {("jvp", mode): reason
+                      for mode, reason in tensorflow_export.NO_FORWARD_MODE.items()}
 
 
 def _unbroadcast(x, like, /):
@@ -77,8 +82,7 @@ def spec_of(x: Any) -> validation.ArraySpec:
 
 
 def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
-  @tf.custom_gradient
-  def core(*inputs):
+  def forward(*inputs):
     outputs, residuals = validation.check_forward_result(
         op, NAME, op.forward(xp, *inputs, **params))
     single = not isinstance(outputs, (tuple, list))
@@ -97,14 +101,45 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
 
     return outputs, grad
 
+  core = tf.custom_gradient(forward)
+
   def call(*inputs):
     validation.check_input_count(op, NAME, inputs)
     # Reading variables here lets the tape route their gradients through `core`.
     tensors = [tf.convert_to_tensor(x) for x in inputs]
     validation.check_inputs(op, NAME, [spec_of(x) for x in tensors], params)
-    return core(*tensors)
+    if not forwardprop_util.pack_tangents(tensors).tangents:
+      return core(*tensors)
+    return _forward_mode(op, forward, tensors)
 
   return call
+
+
+def _forward_mode(op: OpDef, forward: Callable[..., Any], tensors: list) -> Any:
+  """The op under a `tf.autodiff.ForwardAccumulator`: output tangents from the backward.
+
+  `tf.custom_gradient` leaves the accumulator the tangents of the forward's own ops (an
+  accumulator keeps the first tangent it computes for a tensor), so a surrogate gradient
+  would be lost in forward mode. The outputs are passed on as fresh tensors: for tapes an
+  identity of the custom-gradient outputs; for accumulators an op whose backward is the
+  op's, which they transpose (the double-backward trick) into the op's forward-mode rule.
+  The forward's ops stay recorded, so forward-over-reverse (a Hessian-vector product)
+  still sees how the residuals move with the inputs.
+  """
+  saved = []
+
+  def forward_and_save(*inputs):
+    saved.append(forward(*inputs))
+    return saved[-1]
+
+  outputs = tf.custom_gradient(forward_and_save)(*tensors)
+  flat = list(validation.as_tuple(outputs))
+  with record.stop_recording():
+    fresh = [tf.identity(o) for o in flat]
+  record.record_operation_backprop_only(f"{op.name}_identity", fresh, flat, lambda *dy: dy)
+  record.record_operation_forwardprop_only(f"{op.name}_forward_mode", fresh, tensors,
+                                           saved[0][1], None)
+  return tuple(fresh) if isinstance(outputs, tuple) else fresh[0]
 
 
 get = base.make_get(NAME, _emit)
@@ -116,35 +151,121 @@ def devices() -> list[str]:
   return sorted(found, key=lambda n: (not n.startswith("cpu"), n))
 
 
+def _check_run(op: OpDef, mode: str, inputs: Sequence[Any]):
+  base.check_mode(NAME, mode, MODES + EXTRA_MODES)
+  validation.check_input_count(op, NAME, inputs)
+
+
+def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):
+  """The op's TF function in ``mode``: the emitted op, its SavedModel round trip, or the
+  JAX op converted with `jax2tf`."""
+  if mode == "saved_model":
+    return tensorflow_export.saved_model_round_trip(get(op, **params), inputs)
+  if mode == "jax2tf":
+    return tensorflow_export.jax2tf_op(op, params)
+  return get(op, **params)
+
+
+def _run_on(device: str, mode: str, arrays: Any, run: Callable[..., Any], op: OpDef, params,
+            inputs, *what: Any):
+  """``run(fn, *arrays)`` as tensors on ``device``: eagerly, in a graph or under XLA (the
+  export round trips run eagerly); results as NumPy (None stays None). The graph of
+  (emitted function, mode, device, ``what`` it runs) is traced once (`base.compiled`)."""
+  fn = _function(op, params, inputs, mode)
+  call = lambda *a: run(fn, *a)  # pylint: disable=unnecessary-lambda-assignment
+  if mode in ("graph", "jit"):
+    call = base.compiled((fn, mode, device, *what), lambda: tf.function(
+        call, jit_compile=(mode == "jit"), autograph=False))
+  scope = (tensorflow_export.jax_precision(inputs) if mode == "jax2tf"
+           else contextlib.nullcontext())
+  with tf.device("/device:" + device.upper()), scope:
+    tensors = tf.nest.map_structure(lambda a: None if a is None else tf.constant(a), arrays)
+    out = call(*tensors)
+  return tf.nest.map_structure(lambda t: None if t is None else t.numpy(), out)
+
+
+def _vjp(fn: Callable[..., Any], diff: Sequence[int], args: Sequence[Any],
+         cots: Sequence[Any]):
+  """Outputs (a tuple) and the cotangents of ``args[diff]`` for output cotangents ``cots``."""
+  with tf.GradientTape() as tape:
+    diff_args = [args[i] for i in diff]
+    tape.watch(diff_args)
+    outs = validation.as_tuple(fn(*args))
+  pairs = [(o, c) for o, c in zip(outs, cots) if c is not None]
+  grads = tape.gradient([o for o, _ in pairs], diff_args,
+                        output_gradients=[c for _, c in pairs],
+                        unconnected_gradients=tf.UnconnectedGradients.ZERO)
+  return outs, grads
+
+
 def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
              *, device: str = "cpu:0", mode: str = "jit"):
-  """Outputs (as a tuple) and input cotangents, eagerly, in a graph, or under XLA."""
-  base.check_mode(NAME, mode, MODES)
+  """Outputs (as a tuple) and input cotangents, eagerly, in a graph, under XLA, or through
+  an export round trip (``saved_model``, ``jax2tf``)."""
+  _check_run(op, mode, inputs)
+  outs, grads = _run_on(device, mode, (list(inputs), list(cotangent)),
+                        lambda fn, a, c: _vjp(fn, op.diff_argnums, a, c), op, params, inputs)
+  return tuple(outs), base.merge_cotangents(op, grads)
+
+
+def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+                          cotangent: Sequence[Any], tangents: Sequence[Any] | None,
+                          direction: Sequence[Any] | None, *, device: str = "cpu:0",
+                          mode: str = "jit"):
+  """In one program: the output tangents for input ``tangents`` under a
+  `tf.autodiff.ForwardAccumulator`, and the gradient of <vjp(cotangent), direction> with
+  respect to each input through nested gradient tapes; None for integer outputs, inputs
+  without a gradient, and what is not asked for (``tangents`` or ``direction`` None)."""
+  _check_run(op, mode, inputs)
+  diff = op.diff_argnums
+
+  def run(fn, args, cots, tans, dirs):
+    diff_args = [args[i] for i in diff]
+    out_tangents = second = None
+    if tans is not None:
+      with tf.autodiff.ForwardAccumulator(diff_args, [tans[i] for i in diff]) as acc:
+        outs = validation.as_tuple(fn(*args))
+      out_tangents = [acc.jvp(o, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+                      if o.dtype.is_floating else None for o in outs]
+    if dirs is not None:
+      with tf.GradientTape() as outer:
+        outer.watch(diff_args)
+        _, grads = _vjp(fn, diff, args, cots)
+        total = tf.add_n([tf.reduce_sum(g * dirs[i]) for g, i in zip(grads, diff)])
+      second = outer.gradient(total, diff_args,
+                              unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    return out_tangents, second
+
+  arrays = (list(inputs), list(cotangent), None if tangents is None else list(tangents),
+            None if direction is None else list(direction))
+  out_tangents, second = _run_on(device, mode, arrays, run, op, params, inputs,
+                                 "higher_order")
+  return (None if out_tangents is None else tuple(out_tangents),
+          None if second is None else base.merge_cotangents(op, second))
+
+
+def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+                         cotangent: Sequence[Any], *, device: str = "cpu:0",
+                         transforms: Sequence[str] = TRANSFORMS):
+  """Outputs and input cotangents of a batch (axis 0 of every array) per transformation:
+  the per-example VJP under `tf.vectorized_map` in a `tf.function` (no fallback to a loop)."""
+  for transform in transforms:
+    base.check_mode(NAME, transform, TRANSFORMS)
   validation.check_input_count(op, NAME, inputs)
-  fn = get(op, **params)
+  present = [k for k, c in enumerate(cotangent) if c is not None]
 
-  def run(args, cots):
-    with tf.GradientTape() as tape:
-      diff_args = [args[i] for i in op.diff_argnums]
-      for x in diff_args:
-        tape.watch(x)
-      outs = validation.as_tuple(fn(*args))
-    pairs = [(o, c) for o, c in zip(outs, cots) if c is not None]
-    grads = tape.gradient([o for o, _ in pairs], diff_args,
-                          output_gradients=[c for _, c in pairs],
-                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    return outs, grads
+  def run(fn, args, cots):
+    def example(elems):
+      args, given = elems
+      cots = [None] * len(cotangent)
+      for k, c in zip(present, given):
+        cots[k] = c
+      return _vjp(fn, op.diff_argnums, args, cots)
+    return tf.vectorized_map(example, (args, cots), fallback_to_while_loop=False)
 
-  if mode != "eager":
-    run = base.compiled((fn, mode, device), lambda: tf.function(
-        run, jit_compile=(mode == "jit"), autograph=False))
-  with tf.device("/device:" + device.upper()):
-    args = [tf.constant(x) for x in inputs]
-    cots = [None if c is None else tf.constant(c) for c in cotangent]
-    outs, grads = run(args, cots)
-  return (tuple(o.numpy() for o in outs),
-          base.merge_cotangents(op, [g.numpy() for g in grads]))
-
+  outs, grads = _run_on(device, "graph", (list(inputs), [cotangent[k] for k in present]), run,
+                        op, params, inputs, ("vectorized_map", len(cotangent), tuple(present)))
+  return {t: (tuple(outs), base.merge_cotangents(op, grads)) for t in transforms}
 
 
 def precision_scope(arrays: Sequence[Any]):

@@ -270,6 +270,28 @@ def _sparse_inputs(elements, rng):
           rng.standard_normal(SPARSE_CHANNELS, dtype=np.float32), h_out, dst)
 
 
+def custom_vjp_of(op: Any, params: dict) -> Callable[..., Any]:
+  """The op's own forward and backward (in the JAX backend's ``xp``) as a plain
+  `jax.custom_vjp`, with no validation: what crossgrad emitted before it supported forward
+  mode. Reverse mode through the crossgrad op must compile to this same program."""
+  from crossgrad.backends import jax as jax_backend  # pylint: disable=g-import-not-at-top
+  xp = jax_backend.xp
+
+  @jax.custom_vjp
+  def fn(*inputs):
+    return op.forward(xp, *inputs, **params)[0]
+
+  def fwd(*inputs):
+    outputs, residuals = op.forward(xp, *inputs, **params)
+    return outputs, residuals
+
+  def bwd(residuals, g):
+    return tuple(op.backward(xp, residuals, g, **params))
+
+  fn.defvjp(fwd, bwd)
+  return fn
+
+
 BASELINES = {b.op: b for b in (
     Baseline("bernoulli_mask", tf_bernoulli_mask, jax_bernoulli_mask, _bernoulli_inputs),
     Baseline("center_loss", tf_center_loss, jax_center_loss, _center_inputs),

@@ -10,6 +10,11 @@ The two run interleaved (alternating who goes first); the table shows medians an
 ratio crossgrad / hand-written. Then the optimised HLO of both versions (and the TF graph
 without XLA) is compared: instruction and fusion counts, same structure or not. Ops
 without a baseline are listed as such.
+
+A second table isolates forward-mode support: a JAX crossgrad op is a `jax.custom_jvp`
+whose reverse mode goes JVP, linearize, transpose; it is timed under `jax.jit` against the
+same op definition emitted as a plain `jax.custom_vjp` (`handwritten.custom_vjp_of`), and
+their optimised HLO compared (target: the same program, ratio <= 1.05).
 """
 
 from __future__ import annotations
@@ -89,6 +94,8 @@ class Problem:
                         "tf.function(jit_compile=True)": tf_step(f["tf"], diff, True),
                         "tf.function": tf_step(f["tf"], diff, False)}
                   for who, f in fns.items()}
+    self.steps["custom_vjp"] = {"jax.jit": jax_step(handwritten.custom_vjp_of(
+        self.op, self.op.resolve_params(baseline.params)), diff)}
     self.jax_args = (jax.device_put(list(self.inputs)), jax.device_put(self.weights))
     self.tf_args = ([tf.constant(x) for x in self.inputs], [tf.constant(w) for w in self.weights])
 
@@ -125,6 +132,20 @@ def _time_rows(problem: Problem, name: str, budget_s: float, min_repeats: int) -
     rows.append((name, problem.elements, mode, cg_s * 1e3, hand_s * 1e3, cg_s / hand_s,
                  repeats))
   return rows
+
+
+def _custom_vjp_rows(problem: Problem, name: str, budget_s: float,
+                     min_repeats: int) -> list[tuple]:
+  """crossgrad's JAX op against the same definition as a plain `jax.custom_vjp`: time under
+  `jax.jit` and whether the optimised HLO is the same."""
+  medians, repeats = timing.calibrated_medians(
+      {who: problem.call(who, "jax.jit") for who in ("crossgrad", "custom_vjp")}, budget_s,
+      min_repeats=min_repeats)
+  ours, theirs = (hlo.summary(problem.optimized_hlo(who, "jax.jit"))
+                  for who in ("crossgrad", "custom_vjp"))
+  return [(name, problem.elements, medians["crossgrad"] * 1e3, medians["custom_vjp"] * 1e3,
+           medians["crossgrad"] / medians["custom_vjp"], repeats, ours["instructions"],
+           theirs["instructions"], "yes" if ours["signature"] == theirs["signature"] else "NO")]
 
 
 def _difference(ours: collections.Counter, theirs: collections.Counter) -> str:
@@ -167,7 +188,7 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
   """
   names = list(ops) if ops else cg.names()
   hlo_size = HLO_SIZE if HLO_SIZE in sizes else min(sizes)
-  rows, structure_rows = [], []
+  rows, structure_rows, vjp_rows = [], [], []
   missing = [n for n in names if n not in handwritten.BASELINES]
   for name in names:
     if name in missing:
@@ -176,22 +197,29 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
     for size in sizes:
       problem = Problem(baseline, size)
       rows.extend(_time_rows(problem, name, budget_s, min_repeats))
+      vjp_rows.extend(_custom_vjp_rows(problem, name, budget_s, min_repeats))
       if size == hlo_size:
         structure_rows.extend(_structure_rows(problem, name))
       del problem
   header = ("op", "elements", "mode", "crossgrad ms", "hand-written ms", "ratio", "repeats")
   structure_header = ("op", "elements", "program", "instructions cg", "instructions hand",
                 "fusions cg", "fusions hand", "same structure")
+  vjp_header = ("op", "elements", "crossgrad ms", "custom_vjp ms", "ratio", "repeats",
+                "HLO instructions cg", "HLO instructions custom_vjp", "same HLO")
   xla = [r[5] for r in rows if r[2] in XLA_MODES]
   summary = {"max_ratio_xla": max(xla, default=None),
              "geomean_ratio": {m: float(np.exp(np.mean([np.log(r[5]) for r in rows
                                                         if r[2] == m])))
                                for m in MODES if any(r[2] == m for r in rows)},
-             "target_ratio_xla": 1.05}
+             "target_ratio_xla": 1.05,
+             "max_ratio_custom_vjp": max((r[4] for r in vjp_rows), default=None),
+             "same_hlo_as_custom_vjp": all(r[8] == "yes" for r in vjp_rows)}
   timing.emit("train step (forward + backward): crossgrad vs hand-written "
               "(ratio = crossgrad / hand-written)", header, rows, None)
   timing.emit("compiled structure: crossgrad vs hand-written (instructions: HLO "
               "instructions or TF graph nodes)", structure_header, structure_rows, None)
+  timing.emit("reverse mode under jax.jit: crossgrad's custom_jvp op vs the same definition "
+              "as a jax.custom_vjp (ratio = crossgrad / custom_vjp)", vjp_header, vjp_rows, None)
   for name in missing:
     print(f"{name}: {NO_BASELINE} (add one to crossgrad/benchmarks/handwritten.py)")
   print(f"max ratio under XLA: {summary['max_ratio_xla']}; geometric means: "
@@ -201,6 +229,7 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
                           "min_repeats": min_repeats, "hlo_size": hlo_size},
              "summary": summary, "rows": [dict(zip(header, r)) for r in rows],
              "structure": [dict(zip(structure_header, r)) for r in structure_rows],
+             "custom_vjp": [dict(zip(vjp_header, r)) for r in vjp_rows],
              "no_baseline": [{"op": n, "note": NO_BASELINE} for n in missing]}
   if json_path:
     timing.write_json(json_path, payload)

@@ -46,6 +46,9 @@ def _headlines(results: dict) -> dict:
   if "overhead" in results:
     out["overhead_max_ratio_xla"] = results["overhead"]["summary"]["max_ratio_xla"]
     out["overhead_geomean_ratio"] = results["overhead"]["summary"]["geomean_ratio"]
+    out["reverse_mode_vs_custom_vjp_max_ratio"] = (
+        results["overhead"]["summary"]["max_ratio_custom_vjp"])
+    out["same_hlo_as_custom_vjp"] = results["overhead"]["summary"]["same_hlo_as_custom_vjp"]
     out["same_structure"] = all(r["same structure"] == "yes" for r in results["overhead"]
                                 ["structure"] if r["program"].endswith("HLO"))
   if "tf1_idiom" in results:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from crossgrad.checker import compare, finite_diff, selection, special_values
+from crossgrad.checker import compare, finite_diff, higher_order, selection, special_values
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
@@ -172,6 +172,15 @@ def _environment(backends: Iterable[str]) -> dict[str, Any]:
   return env
 
 
+def _comparer(tolerance: float, bitwise: bool) -> Callable[..., tuple[float, str]]:
+  """`higher_order.Case`'s comparison: (error, note) of `compare.compare` at ``tolerance``."""
+  def compare_arrays(actual, expected, names):
+    result = compare.compare(actual, expected, names, tolerance, bitwise=bitwise)
+    error = result.error if result.ok else max(result.error, np.nextafter(tolerance, np.inf))
+    return error, result.note
+  return compare_arrays
+
+
 def _first_line(e: BaseException) -> str:
   text = str(e).strip().splitlines()
   return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
@@ -201,8 +210,12 @@ def cross_check(
       list of these. Where more than one device runs, ``device`` rows compare each one
       with the backend's first device (same dtype and mode); a request a backend has no
       device for is a failing row.
-    modes: execution modes to cover, e.g. ("eager", "jit"); default every mode each
-      backend has (TensorFlow: eager, graph, jit; JAX: eager, jit; torch: eager, compile).
+    modes: execution and transformation modes to cover, e.g. ("eager", "jit", "vmap");
+      default every mode each backend has (TensorFlow: eager, graph, jit, vectorized_map;
+      JAX: eager, jit, vmap, scan, checkpoint; torch: eager, compile). Export round trips
+      (TensorFlow: saved_model, jax2tf; JAX: export) run only when named here. A backend
+      without the optional members these need (`evaluate_higher_order`, `TRANSFORMS`,
+      `EXTRA_MODES`, e.g. torch) gets ``skipped`` rows saying so.
     seed: seeds the sampled inputs, cotangents and finite-difference directions.
     progress: called with a line of text as each group of checks starts.
     inputs: arrays to check every op with instead of its ``sample`` (e.g. one op at a
@@ -242,15 +255,24 @@ def cross_check(
                         False, _first_line(e)))
         continue
       rows.extend(finite_difference_rows(op, params, op_inputs, seed))
+      second = _second_sample(op, seed, params) if inputs is None else None
       for dtype in dtypes:
         rows.extend(_dtype_rows(op, params, label, _cast_inputs(op_inputs, dtype), dtype,
                                 reference, modules, devices, modes, seed, say, tolerance,
-                                special))
+                                special, second and _cast_inputs(second, dtype)))
   return Report(rows, time.perf_counter() - start, _environment(modules))
 
 
+def _second_sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray] | None:
+  """Another sample, the second example of the transformation modes' batch."""
+  try:
+    return _sample(op, seed + 1, params)
+  except Exception:  # pylint: disable=broad-except
+    return None
+
+
 def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, modes, seed,
-                say, tolerance=None, special=True) -> list[Row]:
+                say, tolerance=None, special=True, second=None) -> list[Row]:
   rows = []
   rng = np.random.default_rng([seed, zlib.crc32(dtype.encode())])
   try:
@@ -271,6 +293,8 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
     except Exception as e:  # pylint: disable=broad-except
       rows.append(Row(op.name, label, "numpy", "cpu:0", dtype, "eager", "special", None,
                       None, False, "reference on special values: " + _first_line(e)))
+  higher = higher_order.Case(op, params, label, dtype, list(inputs), list(cotangent),
+                             tolerance, _comparer(tolerance, bitwise), seed)
   output_names = [f"output {i}" for i in range(len(ref_outputs))]
   input_names = [f"d{name}" for name in op.input_names]
   for name, module in modules.items():
@@ -280,7 +304,8 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
                 for wanted in missing)
     first = {}  # mode -> (first device, its outputs and cotangents)
     for device in chosen:
-      for mode in module.MODES if modes is None else [m for m in modes if m in module.MODES]:
+      eager = None  # This device's eager outputs and cotangents, for the export modes.
+      for mode in higher_order.modes_of(module, modes):
         reason = op.unsupported_modes.get(f"{name}:{mode}")
         if reason is not None:
           rows.append(Row(op.name, label, name, device, dtype, mode, "skipped", None, None,
@@ -300,6 +325,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
                             tolerance, False, note, time.perf_counter() - started))
           continue
         seconds = time.perf_counter() - started
+        eager = (outputs, cts) if mode == module.MODES[0] else eager
         if mode in first:
           rows.append(_device_row(op, label, name, device, dtype, mode, (outputs, cts),
                                   first[mode], output_names + input_names, tolerance,
@@ -311,7 +337,17 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
           result = compare.compare(got, want, names, tolerance, bitwise=bitwise)
           rows.append(Row(op.name, label, name, device, dtype, mode, check, result.error,
                           tolerance, result.ok, result.note, seconds, result.ulps))
-        if case is not None:
+        if case is not None and mode not in getattr(module, "EXTRA_MODES", ()):
+          # Export round trips are compared with eager (``round_trip``), which has these.
           rows.append(special_values.row(op, params, label, module, device, dtype, mode,
                                          case, tolerance, bitwise))
+        if hasattr(module, "evaluate_higher_order"):  # Else skipped rows say why (torch).
+          say(f"  {op.name} {label} {dtype} {name} {device} {mode}: jvp, second order")
+        rows.extend(higher_order.mode_rows(higher, name, module, device, mode, eager,
+                                           (outputs, cts)))
+      transforms = higher_order.transforms_of(module, modes)
+      if transforms:
+        say(f"  {op.name} {label} {dtype} {name} {device} {', '.join(transforms)}")
+        rows.extend(higher_order.transform_rows(higher, name, module, device, transforms,
+                                               second))
   return rows

@@ -8,6 +8,7 @@ exits non-zero on a mismatch.
   python -m crossgrad.check --cpu_devices=4 --devices=all   # cross-device rows on a CPU
   python -m crossgrad.check --html=report.html --all_rows   # a page for a CI artifact
   python -m crossgrad.check --module=path/to/my_ops.py --tolerance=bitwise
+  python -m crossgrad.check --modes=saved_model,jax2tf,export  # export round trips only
 
 The report: a summary grid (op and parameter set x backend and mode, worst error per
 cell), the failing rows, then with --all_rows every row.
@@ -41,9 +42,11 @@ _DTYPES = flags.DEFINE_list("dtypes", ["float32", "float64"], "Floating dtypes t
 _DEVICES = flags.DEFINE_list("devices", ["all"],
                              "'all', platforms (cpu, gpu, tpu, cuda) or device names (gpu:0, "
                              "cuda:0).")
-_MODES = flags.DEFINE_list("modes", None,
-                           "Execution modes (eager, graph, jit, compile); default: all of "
-                           "each backend.")
+_MODES = flags.DEFINE_list(
+    "modes", None, "Execution and transformation modes (eager, graph, jit, compile, vmap, "
+    "scan, checkpoint, vectorized_map), and export round trips, which run only when named "
+    "here (saved_model, jax2tf, export); default: every execution and transformation mode "
+    "of each backend.")
 _CPU_DEVICES = flags.DEFINE_integer(
     "cpu_devices", None, "Split the host CPU into this many logical devices (cpu:0 ...) "
     "in every backend before checking, to cover multi-device runs without accelerators.")

@@ -64,6 +64,11 @@ class OpDef:
       0.0 and -0.0 results count as equal; ``"overflow_order"``: where either side is NaN
       or infinite, as sums (matmul, reductions) of the dtype's extremes are); the row's
       note names the difference and the reason.
+      ``skipped`` rows with the reason instead of running them. Transformation and export
+      modes count (``"jax:vmap"``, ``"tensorflow:saved_model"``).
+    backward_not_differentiable: why the backward cannot be differentiated (e.g. it calls
+      an integer or host computation on the residuals); the cross-check then reports its
+      ``second_order`` rows as ``skipped`` with this reason.
   """
 
   name: str
@@ -80,6 +85,7 @@ class OpDef:
   unsupported_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
   edge_samples: Callable[..., Sequence[float]] | None = None
   special_differences: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  backward_not_differentiable: str | None = None
   input_names: tuple[str, ...] = dataclasses.field(init=False)
   param_defaults: Mapping[str, Any] = dataclasses.field(init=False)
   nondiff_argnums: tuple[int, ...] = dataclasses.field(init=False)
@@ -139,6 +145,10 @@ class OpDef:
                    "and the reason in words", actual=f"{kind!r}: {reason!r}")
     for params in self.param_sets:
       self.resolve_params(params)
+    reason = self.backward_not_differentiable
+    if reason is not None and not (isinstance(reason, str) and reason.strip()):
+      self._fail("'backward_not_differentiable' must be a reason (a non-empty string)",
+                 argument="backward_not_differentiable", actual=repr(reason))
 
   # Construction helpers.
 

@@ -54,12 +54,51 @@ class ToyBackend:
     del cls, flatten, unflatten
 
 
+class ToyHigherOrder(ToyBackend):
+  """The toy plus `protocol.HigherOrder`: forward mode by transposing the backward one
+  output element at a time, a Python loop as its transformation; no second order."""
+
+  TRANSFORMS = ("loop",)
+  UNSUPPORTED_CHECKS = {("second_order", "eager"): "NumPy cannot differentiate the backward"}
+
+  def __init__(self, tangent_scale=1.0, **kwargs):
+    super().__init__(**kwargs)
+    self.tangent_scale = tangent_scale
+
+  def evaluate_higher_order(self, op, params, inputs, cotangent, tangents, direction, *,
+                            device, mode):
+    assert direction is None  # Declared unsupported.
+    outputs, _ = self.evaluate(op, params, inputs, cotangent, device=device, mode=mode)
+    out_tangents = []
+    for k, out in enumerate(outputs):
+      if not np.issubdtype(out.dtype, np.floating):
+        out_tangents.append(None)
+        continue
+      column = np.zeros(out.size, out.dtype)
+      for j in range(out.size):
+        basis = [np.zeros_like(o) if np.issubdtype(o.dtype, np.floating) else None
+                 for o in outputs]
+        basis[k].flat[j] = 1
+        _, cts = self.evaluate(op, params, inputs, basis, device=device, mode=mode)
+        column[j] = sum(np.vdot(c, t) for c, t in zip(cts, tangents) if c is not None)
+      out_tangents.append(column.reshape(out.shape) * self.tangent_scale)
+    return tuple(out_tangents), None
+
+  def evaluate_transformed(self, op, params, inputs, cotangent, *, device, transforms):
+    results = [self.evaluate(op, params, [x[b] for x in inputs],
+                             [None if c is None else c[b] for c in cotangent],
+                             device=device, mode="eager") for b in range(len(inputs[0]))]
+    stacked = tuple(tuple(None if parts[0] is None else np.stack(parts)
+                          for parts in zip(*[r[i] for r in results])) for i in range(2))
+    return {t: stacked for t in transforms}
+
+
 @pytest.fixture
 def toy():
   backends = []
 
-  def add(**kwargs):
-    backends.append(base.register(ToyBackend(**kwargs)))
+  def add(kind=ToyBackend, **kwargs):
+    backends.append(base.register(kind(**kwargs)))
     return backends[-1]
 
   yield add
@@ -70,6 +109,8 @@ def toy():
 def test_builtin_backends_implement_the_protocol():
   for name in ("numpy", "tensorflow", "jax", "torch"):
     assert isinstance(base.load(name), protocol.Backend), name
+  for name in ("tensorflow", "jax"):
+    assert isinstance(base.load(name), protocol.HigherOrder), name
 
 
 def test_toy_backend_cross_checks_green(toy):
@@ -79,6 +120,29 @@ def test_toy_backend_cross_checks_green(toy):
   assert report.ok, report.table(failures_only=True)
   checked = {(r.backend, r.check) for r in report.rows}
   assert {("toy", "forward"), ("toy", "vjp")} <= checked
+  skipped = {r.note for r in report.rows if r.check == "skipped"}
+  assert skipped == {"jvp: toy has no evaluate_higher_order",
+                     "second_order: toy has no evaluate_higher_order"}
+
+
+def test_toy_backend_with_higher_order_members(toy):
+  toy(kind=ToyHigherOrder, name="toy_higher")
+  report = cg.cross_check(["leaky_relu", "custom_add", "center_loss"],
+                          backends=["toy_higher"])
+  assert report.ok, report.table(failures_only=True)
+  rows = [r for r in report.rows if r.backend == "toy_higher"]
+  assert {(r.mode, r.check) for r in rows} == {
+      ("eager", "forward"), ("eager", "vjp"), ("eager", "special"), ("eager", "jvp"),
+      ("eager", "skipped"), ("loop", "forward"), ("loop", "vjp")}
+  assert {r.note for r in rows if r.check == "skipped"} == {
+      "second_order: NumPy cannot differentiate the backward"}
+
+
+def test_a_wrong_forward_mode_fails_only_the_jvp_rows(toy):
+  toy(kind=ToyHigherOrder, name="toy_wrong_jvp", tangent_scale=1.01)
+  report = cg.cross_check(["leaky_relu", "custom_add"], backends=["toy_wrong_jvp"])
+  assert {(r.op, r.check) for r in report.failures} == {
+      ("leaky_relu", "jvp"), ("custom_add", "jvp")}
 
 
 def test_a_wrong_toy_backend_fails_the_check(toy):

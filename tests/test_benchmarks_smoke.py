@@ -67,6 +67,9 @@ def test_run_all_quick_writes_every_table(tmp_path):
   for row in overhead["rows"]:
     assert all(_positive(row[k]) for k in ("crossgrad ms", "hand-written ms", "ratio"))
   assert {r["op"] for r in overhead["structure"]} == set(handwritten.BASELINES)
+  assert {r["op"] for r in overhead["custom_vjp"]} == set(handwritten.BASELINES)
+  assert all(r["same HLO"] == "yes" for r in overhead["custom_vjp"])  # Same program.
+  assert all(_positive(r["ratio"]) for r in overhead["custom_vjp"])
   assert all(r["instructions cg"] > 0 for r in overhead["structure"])
   assert {"op": "t_no_baseline", "note": "no hand-written baseline"} in overhead["no_baseline"]
 

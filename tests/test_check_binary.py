@@ -50,7 +50,10 @@ def test_planted_wrong_gradient_exits_non_zero(tmp_path):
   (cell,) = [line for line in grid.splitlines() if "FAIL" in line]  # The reference's column.
   assert cell.split()[:3] == ["planted_square", "-", "FAIL"]
   failing = [line for line in rows.splitlines() if "FAIL" in line]
-  assert len(failing) == 1 and "planted_square" in failing[0] and " fd " in failing[0]
+  assert all("planted_square" in line for line in failing)
+  # The reference's finite differences, and JAX's forward mode (the transposed backward).
+  assert [" fd " in line for line in failing].count(True) == 1
+  assert sum(" jvp " in line for line in failing) == len(failing) - 1 == 4
   assert "every row:" not in result.stdout
 
 
@@ -58,7 +61,8 @@ def test_bad_flags_exit_2_with_one_line_and_no_traceback():
   result = _check("--modes=jitt", "--backends=jax")
   assert result.returncode == 2
   (line,) = [l for l in result.stderr.splitlines() if l.startswith("[crossgrad]")]
-  assert line == ("[crossgrad] --modes: unknown value: expected one of eager, jit, got 'jitt'. "
+  assert line == ("[crossgrad] --modes: unknown value: expected one of eager, jit, export, vmap, "
+                  "scan, checkpoint, got 'jitt'. "
                   "Did you mean 'jit'?")
   assert "Traceback" not in result.stderr
 
@@ -74,12 +78,13 @@ def _main(capsys, **flag_values):
 @pytest.mark.parametrize("flag_values, message", [
     (dict(ops=["no_such_op"]), "--ops: unknown value: expected one of bernoulli_mask, "),
     (dict(backends=["theano"]), "--backends: unknown value: expected one of numpy, "
-                                "tensorflow, jax, got 'theano'"),
+                                "tensorflow, jax, torch, got 'theano'"),
     (dict(dtypes=["float31"]), "--dtypes: unknown value: expected one of float16, float32, "
                                "float64, got 'float31'. Did you mean 'float32'?"),
     (dict(devices=["gpu:77"]), "--devices: unknown value: expected one of all, cpu, "),
     (dict(modes=["graph"], backends=["jax"]), "--modes: unknown value: expected one of eager, "
-                                              "jit, got 'graph'"),
+                                              "jit, export, vmap, scan, checkpoint, got "
+                                              "'graph'"),
     (dict(tolerance="exact"), "--tolerance: unknown tolerance: expected 'default', 'bitwise' "
                               "or a finite number >= 0, got 'exact'"),
     (dict(ops=[]), "--ops: nothing to check: no op selected"),

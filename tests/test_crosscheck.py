@@ -79,9 +79,10 @@ def test_backend_specific_backward_is_caught_by_the_comparison():
   op = cg.OpDef("t_jax_only_bug", _leaky_fwd, backward, sample=_sample_off_kink)
   report = cg.cross_check([op], dtypes=["float32"])
   failing = {(r.backend, r.check) for r in report.failures}
-  assert failing == {("jax", "vjp"), ("jax", "special")}
+  # Forward mode transposes the backward, so the planted bug shows in JAX's jvp rows too.
+  assert failing == {("jax", "vjp"), ("jax", "special"), ("jax", "jvp")}
   assert all(r.note.startswith("worst: dx[") and " vs reference " in r.note
-             for r in report.failures)
+             for r in report.failures if r.check in ("vjp", "special"))
 
 
 def test_correct_builtins_pass_finite_differences_across_seeds():
@@ -97,11 +98,20 @@ def test_correct_builtins_pass_finite_differences_across_seeds():
 def test_full_cross_check_of_the_builtins():
   report = cg.cross_check(seed=1)
   assert report.ok, report.table(failures_only=True)
-  combos = {(r.backend, r.mode, r.dtype) for r in report.rows if r.check == "vjp"}
   modes = {"tensorflow": ("eager", "graph", "jit"), "jax": ("eager", "jit"),
            "torch": ("eager", "compile")}
-  assert combos == {(b, m, d) for b in base.default_backends() for m in modes[b]
-                    for d in ("float32", "float64")}
+  transforms = {"tensorflow": ("vectorized_map",), "jax": ("vmap", "scan", "checkpoint")}
+  backends = base.default_backends()
+  higher = {b: modes[b] for b in backends if b in transforms}  # torch: skipped rows.
+  for check, chosen in (("vjp", [{b: modes[b] for b in backends}, transforms]),
+                        ("jvp", [higher]), ("second_order", [higher])):
+    combos = {(r.op, r.backend, r.mode, r.dtype) for r in report.rows if r.check == check}
+    assert combos == {(op.name, b, m, d) for op in BUILTIN for by_backend in chosen
+                      for b, ms in by_backend.items() for m in ms
+                      for d in ("float32", "float64")}, check
+  if "torch" in backends:
+    skipped = [r for r in report.rows if r.backend == "torch" and r.check == "skipped"]
+    assert skipped and all("torch has no evaluate_higher_order" in r.note for r in skipped)
 
 
 def test_custom_add_is_declared_with_no_oracle_and_counted():
@@ -118,13 +128,13 @@ def test_report_json_and_table():
   report = cg.cross_check(["leaky_relu"], backends=["jax"], modes=["jit"])
   data = json.loads(report.to_json())
   assert data["ok"] is True
-  # Per parameter set: one fd row, and per dtype forward, vjp and special rows.
-  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 2 * 3)
+  # Per parameter set: fd, then per dtype forward, vjp, special, jvp, second_order.
+  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 2 * 5)
   assert data["environment"]["jax_devices"] == ["cpu:0"]
   table = report.table()
   assert table.splitlines()[0].split()[:3] == ["op", "params", "backend"]
   assert table.splitlines()[-1].startswith(
-      "crossgrad cross-check: 14 checks, 0 failing, 0 with no oracle")
+      "crossgrad cross-check: 22 checks, 0 failing, 0 with no oracle")
 
 
 def test_sampleless_op_fails_with_a_clear_row():

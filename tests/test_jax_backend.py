@@ -33,10 +33,11 @@ def test_grad_of_grad_differentiates_the_backward():
   chex.assert_trees_all_close(second, 2 * SLOPE**2, rtol=1e-6)
 
 
-def test_emitted_op_is_a_custom_vjp_without_callbacks():
+def test_emitted_op_is_a_custom_jvp_without_callbacks():
   forward = str(jax.make_jaxpr(loss)(X))
   backward = str(jax.make_jaxpr(jax.grad(loss))(X))
-  assert "custom_vjp_call" in forward
+  assert "custom_jvp_call" in forward
+  assert "crossgrad_transposable" in backward  # The backward, as the tangent's transpose.
   assert "callback" not in forward + backward
 
 

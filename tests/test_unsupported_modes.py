@@ -21,13 +21,16 @@ def _op(**kwargs):
 
 
 def test_unsupported_mode_is_a_skipped_row_with_its_reason():
-  report = cg.cross_check([_op(unsupported_modes={"jax:jit": "planted reason"})],
-                          backends=("jax",), dtypes=("float32",))
+  report = cg.cross_check(
+      [_op(unsupported_modes={"jax:jit": "planted reason", "jax:vmap": "no batching"})],
+      backends=("jax",), dtypes=("float32",), modes=("eager", "jit", "vmap", "scan"))
   assert report.ok
   by_mode = {(r.mode, r.check): r for r in report.rows if r.backend == "jax"}
   assert set(by_mode) == {("eager", "forward"), ("eager", "vjp"), ("eager", "special"),
-                          ("jit", "skipped")}
+                          ("eager", "jvp"), ("eager", "second_order"), ("jit", "skipped"),
+                          ("vmap", "skipped"), ("scan", "forward"), ("scan", "vjp")}
   assert by_mode[("jit", "skipped")].note == "unsupported by the op: planted reason"
+  assert by_mode[("vmap", "skipped")].note == "unsupported by the op: no batching"
 
 
 def test_bad_key_is_a_clear_error():

@@ -1,0 +1,432 @@
+"""Cross-check rows beyond first-order reverse mode.
+
+For one op, parameter set and dtype (a `Case`), in every backend, device and mode:
+
+* ``jvp``: the backend's forward-mode tangent (`evaluate_higher_order`) for random tangents
+  against finite differences of the forward, or of the surrogate, input by input as the
+  first-order ``fd`` rows decide; the inputs of a surrogate op that has no surrogate
+  (``custom_add``, ``center_loss``'s centers) against the transpose of the reference
+  backward, which is what forward mode must compute for them.
+* ``second_order``: the gradient of <vjp(g), v> with respect to the inputs (same call;
+  g the shared cotangent, v a random direction) against finite
+  differences of the reference backward; skipped where the op declares
+  ``backward_not_differentiable``.
+* ``round_trip``: in an export mode (`EXTRA_MODES`, run only when asked for), the outputs
+  and cotangents against the same backend's eager ones.
+* transformation modes (`TRANSFORMS`: JAX ``vmap``, ``scan``, ``checkpoint``; TF
+  ``vectorized_map``): ``forward`` and ``vjp`` rows of a batch of two samples against the
+  reference looped over the batch.
+
+Finite differences run in float64 NumPy at the dtype's (rounded) inputs; their rows pass
+when the error, relative to the largest expected entry (at least 1, as the ``fd`` rows),
+is within the dtype's tolerance or `finite_diff.TOLERANCE`, whichever is larger. A backend
+without one of these members, declaring a check unsupported in a mode
+(``UNSUPPORTED_CHECKS``) or raising `NotImplementedError`, gets a ``skipped`` row saying why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+import zlib
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from crossgrad.backends import base
+from crossgrad.checker import finite_diff
+from crossgrad.checker.report import Row
+from crossgrad.registry import validation
+from crossgrad.registry.opdef import OpDef
+
+KINDS = ("jvp", "second_order")
+DUAL_LIMIT = 4096  # Outputs up to this many elements get the transposed backward in full.
+SECOND_ORDER_FULL_LIMIT = 2048  # Inputs up to this many elements: second order in full.
+DIRECTIONS = 4  # Random directions of a dot-product test, beyond those limits.
+BATCH = 2  # Examples in a transformation mode's batch.
+
+
+def modes_of(module: Any, modes: Sequence[str] | None) -> list[str]:
+  """The backend's modes to run: its `MODES` by default, asked-for ones (export round trips
+  in `EXTRA_MODES` only so) otherwise."""
+  if modes is None:
+    return list(module.MODES)
+  known = tuple(module.MODES) + tuple(getattr(module, "EXTRA_MODES", ()))
+  return [m for m in modes if m in known]
+
+
+def transforms_of(module: Any, modes: Sequence[str] | None) -> list[str]:
+  """The backend's transformation modes to run: all by default, asked-for ones otherwise."""
+  transforms = tuple(getattr(module, "TRANSFORMS", ()))
+  return list(transforms) if modes is None else [m for m in modes if m in transforms]
+
+
+@dataclasses.dataclass
+class Case:
+  """One op, parameter set and dtype, and what its rows compare with.
+
+  ``compare(actual, expected, names) -> (error, note)`` is the engine's comparison of
+  arrays with the reference (dtype, shape, values).
+  """
+
+  op: OpDef
+  params: dict
+  label: str
+  dtype: str
+  inputs: list[np.ndarray]
+  cotangent: list[np.ndarray | None]
+  tolerance: float
+  compare: Callable[..., tuple[float, str]]
+  seed: int = 0
+
+  def row(self, backend: str, device: str, mode: str, check: str, error: float | None,
+          ok: bool, note: str = "", seconds: float = 0.0, tolerance: float | None = None):
+    return Row(self.op.name, self.label, backend, device, self.dtype, mode, check, error,
+               self.tolerance if tolerance is None else tolerance, ok, note, seconds)
+
+  def rng(self, purpose: str) -> np.random.Generator:
+    return np.random.default_rng([self.seed, zlib.crc32(f"{self.dtype} {purpose}".encode())])
+
+  @functools.cached_property
+  def tangents(self) -> list[np.ndarray | None]:
+    """Random input tangents for the jvp rows (None for inputs with no gradient)."""
+    return _directions(self.op, self.inputs, self.rng("tangents"))
+
+  @functools.cached_property
+  def direction(self) -> list[np.ndarray | None]:
+    """The random direction v of the second-order rows."""
+    return _directions(self.op, self.inputs, self.rng("direction"))
+
+  @functools.cached_property
+  def jvp_reference(self) -> "Reference":
+    return reference_jvp(self.op, self.params, self.inputs, self.tangents,
+                         self.rng("jvp directions"))
+
+  @functools.cached_property
+  def second_order_reference(self) -> "Reference":
+    return reference_second_order(self.op, self.params, self.inputs, self.cotangent,
+                                  self.direction, self.rng("second-order directions"))
+
+  @property
+  def fd_tolerance(self) -> float:
+    return max(self.tolerance, finite_diff.TOLERANCE)
+
+
+def _directions(op: OpDef, inputs, rng) -> list[np.ndarray | None]:
+  return [rng.standard_normal(x.shape).astype(x.dtype) if i in op.diff_argnums else None
+          for i, x in enumerate(inputs)]
+
+
+def _wide(arrays) -> list[np.ndarray | None]:
+  return [None if a is None else np.asarray(a, np.float64)
+          if np.issubdtype(np.asarray(a).dtype, np.floating) else np.asarray(a) for a in arrays]
+
+
+def _floating(outputs) -> list[np.ndarray]:
+  return [np.asarray(o, np.float64) for o in validation.as_tuple(outputs)
+          if np.issubdtype(np.asarray(o).dtype, np.floating)]
+
+
+def _step(arrays) -> float:
+  scale = max([1.0] + [float(np.sqrt(np.mean(np.square(a)))) for a in arrays if a.size])
+  return finite_diff.STEP * scale
+
+
+def _dot(a: Sequence[np.ndarray | None], b: Sequence[np.ndarray | None]) -> float:
+  return sum(float(np.vdot(x, y)) for x, y in zip(a, b) if x is not None and y is not None)
+
+
+def _norm(a: Sequence[np.ndarray | None]) -> float:
+  return float(np.sqrt(sum(float(np.vdot(x, x)) for x in a if x is not None)))
+
+
+@dataclasses.dataclass
+class Reference:
+  """What a backend's arrays must be: ``expected`` (float64, None where nothing is due);
+  or, where that is too large to know in full, ``expected`` holds the part known in full
+  and ``dual(c)`` says what <c, actual - expected> must be for a direction ``c``: tested
+  along ``directions`` (random) and along ``actual - expected`` itself, which makes a
+  scaled or sign-flipped result stand out."""
+
+  expected: list[np.ndarray | None]
+  dual: Callable[[list[np.ndarray | None]], float] | None = None
+  directions: list[list[np.ndarray | None]] = dataclasses.field(default_factory=list)
+  how: str = ""
+
+  def error(self, actual: Sequence[Any], dtypes: Sequence[str],
+            names: Sequence[str]) -> tuple[float, str]:
+    """The worst error: relative to the largest expected entry (at least 1) in full,
+    relative to the Cauchy-Schwarz bound in a dot-product test; infinite on a missing
+    array or a dtype or shape mismatch."""
+    worst, note = 0.0, ""
+    for name, a, e, dtype in zip(names, actual, self.expected, dtypes):
+      if e is None:
+        continue
+      if a is None:
+        return float("inf"), f"{name}: missing"
+      a = np.asarray(a)
+      if a.dtype.name != dtype or a.shape != e.shape:
+        return float("inf"), (f"{name}: {a.dtype.name}{list(a.shape)}, "
+                              f"want {dtype}{list(e.shape)}")
+      diff = np.abs(a.astype(np.float64) - e)
+      if np.isnan(diff).any():
+        return float("inf"), f"{name}: NaN"
+      err = float(np.max(diff, initial=0.0)) / max(1.0, float(np.max(np.abs(e), initial=0.0)))
+      if self.dual is None and (err > worst or not note):
+        worst, note = err, f"worst: {name}"
+    if self.dual is not None:
+      rest = [None if e is None else np.asarray(a, np.float64) - e
+              for a, e in zip(actual, self.expected)]
+      for c in self.directions + [rest]:
+        value, got = self.dual(c), _dot(c, rest)
+        bound = max(_norm(c) * _norm(rest), abs(value), np.finfo(np.float64).tiny)
+        worst = max(worst, abs(got - value) / bound)
+      note = f"{self.how}, {len(self.directions) + 1} directions"
+    return worst, note
+
+
+def reference_jvp(op: OpDef, params: dict, inputs, tangents, rng) -> Reference:
+  """The forward-mode tangents each backend must compute, one per output (None for integer
+  outputs): central differences of the forward for exact inputs, of the surrogate for a
+  surrogate op's other inputs, and the transposed reference backward where a surrogate op
+  declares no surrogate (in full from the VJPs of the output basis, or by dot products
+  with random output cotangents where the outputs are too large)."""
+  reference = base.load("numpy")
+  x, t = _wide(inputs), _wide(tangents)
+  raw = reference.get(op, **params)(*x)
+  outputs = validation.as_tuple(raw)
+  total = [np.zeros(np.shape(o)) for o in _floating(outputs)]
+
+  def forward(xp, *args, **kw):
+    return op.forward(xp, *args, **kw)[0]
+
+  exact = op.diff_argnums if op.gradient == "exact" else op.exact_argnums
+  rest = [i for i in op.diff_argnums if i not in exact]
+  groups = [(forward, exact)]
+  if op.surrogate is not None:
+    groups, rest = groups + [(op.surrogate, rest)], []
+  for function, argnums in groups:
+    if not argnums:
+      continue
+    h = _step([x[i] for i in argnums])
+
+    def moved(sign, argnums=argnums, h=h):
+      args = [a + sign * h * t[i] if i in argnums else a for i, a in enumerate(x)]
+      return _floating(function(reference.xp, *args, **params))
+
+    for k, (plus, minus) in enumerate(zip(moved(1), moved(-1))):
+      total[k] += (plus - minus) / (2 * h)
+
+  def per_output(arrays):
+    it = iter(arrays)
+    return [next(it) if np.issubdtype(np.asarray(o).dtype, np.floating) else None
+            for o in outputs]
+
+  if not rest:
+    return Reference(per_output(total))
+  _, vjp_fn = reference.vjp(op, *x, **params)
+
+  def transposed(c):  # <c, J_rest t_rest> = <J_rest^T c, t_rest>
+    cts = vjp_fn(tuple(c) if isinstance(raw, tuple) else c[0])
+    return _dot([cts[i] for i in rest], [t[i] for i in rest])
+
+  shapes = per_output(total)
+  if sum(a.size for a in total) > DUAL_LIMIT:
+    directions = [[None if a is None else rng.standard_normal(a.shape) for a in shapes]
+                  for _ in range(DIRECTIONS)]
+    return Reference(shapes, transposed, directions, "transposed backward by dot products")
+  for k, a in enumerate(shapes):
+    for j in range(0 if a is None else a.size):
+      c = [None if b is None else np.zeros(b.shape) for b in shapes]
+      c[k].flat[j] = 1.0
+      a.flat[j] += transposed(c)
+  return Reference(shapes)
+
+
+def reference_second_order(op: OpDef, params: dict, inputs, cotangent, direction,
+                           rng) -> Reference:
+  """Central differences of <vjp(cotangent), direction> with the reference backward: its
+  gradient with respect to each input (None where it has none) element by element, or by
+  dot products with random directions where the inputs are too large for that."""
+  reference = base.load("numpy")
+  x, g, v = _wide(inputs), _wide(cotangent), _wide(direction)
+  diff = op.diff_argnums
+
+  def phi(args):
+    outputs, vjp_fn = reference.vjp(op, *args, **params)
+    cts = vjp_fn(tuple(g) if isinstance(outputs, tuple) else g[0])
+    return _dot([cts[i] for i in diff], [v[i] for i in diff])
+
+  h = _step([x[i] for i in diff])
+
+  def along(t):
+    plus = [a if s is None else a + h * s for a, s in zip(x, t)]
+    minus = [a if s is None else a - h * s for a, s in zip(x, t)]
+    return (phi(plus) - phi(minus)) / (2 * h)
+
+  expected: list[np.ndarray | None] = [
+      np.zeros(x[i].shape) if i in diff else None for i in range(len(x))]
+  if sum(x[i].size for i in diff) > SECOND_ORDER_FULL_LIMIT:
+    directions = [[None if a is None else rng.standard_normal(a.shape) for a in expected]
+                  for _ in range(DIRECTIONS)]
+    return Reference(expected, along, directions, "directional finite differences")
+  for i in diff:
+    for j in range(x[i].size):
+      t = [None if a is None else np.zeros(a.shape) for a in expected]
+      t[i].flat[j] = 1.0
+      expected[i].flat[j] = along(t)
+  return Reference(expected)
+
+
+def _skip(case: Case, backend: str, device: str, mode: str, kind: str, reason: str) -> Row:
+  return dataclasses.replace(case.row(backend, device, mode, "skipped", None, True,
+                                      f"{kind}: {reason}"), tolerance=None)
+
+
+def _run(case: Case, backend: str, device: str, mode: str, kind: str, call):
+  """``call()``, or the skipped / failing row it ends in."""
+  started = time.perf_counter()
+  try:
+    return call(), time.perf_counter() - started
+  except NotImplementedError as e:
+    return _skip(case, backend, device, mode, kind, str(e) or "not implemented"), 0.0
+  except Exception as e:  # pylint: disable=broad-except
+    return case.row(backend, device, mode, kind, None, False, _first_line(e),
+                    time.perf_counter() - started), 0.0
+
+
+def _first_line(e: BaseException) -> str:
+  text = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
+
+
+def mode_rows(case: Case, backend: str, module: Any, device: str, mode: str,
+              eager: tuple | None, results: tuple) -> list[Row]:
+  """``jvp`` and ``second_order`` rows of one backend, device and mode (one call of the
+  backend's `evaluate_higher_order`), and in an export mode a ``round_trip`` row against
+  ``eager`` (the backend's eager outputs and cotangents; computed here if None)."""
+  op = case.op
+  rows = []
+  if mode in getattr(module, "EXTRA_MODES", ()):
+    rows.append(_round_trip_row(case, backend, module, device, mode, eager, results))
+  unsupported = getattr(module, "UNSUPPORTED_CHECKS", {})
+  reasons = {}
+  for kind in KINDS:
+    if not hasattr(module, "evaluate_higher_order"):
+      reasons[kind] = f"{backend} has no evaluate_higher_order"
+    elif (kind, mode) in unsupported:
+      reasons[kind] = unsupported[(kind, mode)]
+  if op.backward_not_differentiable and "second_order" not in reasons:
+    reasons["second_order"] = f"backward not differentiable: {op.backward_not_differentiable}"
+  wanted = [kind for kind in KINDS if kind not in reasons]
+  got, seconds = ((None, None), 0.0)
+  if wanted:
+    got, seconds = _run(case, backend, device, mode, "+".join(wanted),
+                        lambda: module.evaluate_higher_order(
+                            op, case.params, case.inputs, case.cotangent,
+                            case.tangents if "jvp" in wanted else None,
+                            case.direction if "second_order" in wanted else None,
+                            device=device, mode=mode))
+  for k, kind in enumerate(KINDS):
+    if kind in reasons:
+      rows.append(_skip(case, backend, device, mode, kind, reasons[kind]))
+    elif isinstance(got, Row):
+      rows.append(dataclasses.replace(got, check=kind if got.check != "skipped" else
+                                      got.check, note=got.note if got.check != "skipped"
+                                      else f"{kind}: {got.note.split(': ', 1)[-1]}"))
+    else:
+      if kind == "jvp":
+        reference = case.jvp_reference
+        names = [f"output {j} tangent" for j in range(len(reference.expected))]
+        err, note = reference.error(got[k], [case.dtype] * len(names), names)
+      else:
+        names = [f"d<vjp, v>/d{n}" for n in op.input_names]
+        dtypes = [np.asarray(x).dtype.name for x in case.inputs]
+        err, note = case.second_order_reference.error(got[k], dtypes, names)
+      ok = err <= case.fd_tolerance
+      rows.append(case.row(backend, device, mode, kind, err, ok, "" if ok else note,
+                           seconds / len(wanted), case.fd_tolerance))
+  return rows
+
+
+def _round_trip_row(case, backend, module, device, mode, eager, results) -> Row:
+  if eager is None:
+    eager = module.evaluate(case.op, case.params, case.inputs, case.cotangent, device=device,
+                            mode=module.MODES[0])
+  names = ([f"output {k}" for k in range(len(eager[0]))]
+           + [f"d{n}" for n in case.op.input_names])
+  err, note = case.compare([*results[0], *results[1]], [*eager[0], *eager[1]], names)
+  return case.row(backend, device, mode, "round_trip", err, err <= case.tolerance,
+                  f"vs {module.MODES[0]}: " + ("bitwise equal" if err == 0 else note))
+
+
+def batch_of(inputs: Sequence[np.ndarray], second: Sequence[np.ndarray] | None):
+  """A batch of two examples: ``inputs`` and ``second`` (another sample, where it has the
+  same shapes and dtypes), else ``inputs`` twice."""
+  if second is None or [(x.shape, x.dtype) for x in inputs] != [
+      (y.shape, y.dtype) for y in second]:
+    second = inputs
+  return [np.stack([x, y]) for x, y in zip(inputs, second)]
+
+
+def transform_rows(case: Case, backend: str, module: Any, device: str, transforms,
+                   second: Sequence[np.ndarray] | None) -> list[Row]:
+  """``forward`` and ``vjp`` rows of each transformation mode: a batch against the reference
+  looped over it."""
+  reference = base.load("numpy")
+  op = case.op
+  rows = []
+  batch = batch_of(case.inputs, second)
+  rng = case.rng("batch")
+  outputs, cotangents, expected = [], [], []
+  for b in range(BATCH):
+    example = [x[b] for x in batch]
+    out, vjp_fn = reference.vjp(op, *example, **case.params)
+    outs = validation.as_tuple(out)
+    cot = [rng.standard_normal(o.shape).astype(o.dtype)
+           if np.issubdtype(o.dtype, np.floating) else None for o in outs]
+    cts = vjp_fn(tuple(cot) if isinstance(out, tuple) else cot[0])
+    outputs.append(outs)
+    cotangents.append(cot)
+    expected.append(cts)
+
+  def stack(per_example):
+    return [None if parts[0] is None else np.stack(parts) for parts in zip(*per_example)]
+
+  batch_cot, want_outs, want_cts = stack(cotangents), stack(outputs), stack(expected)
+  skipped = {t: op.unsupported_modes[f"{backend}:{t}"] for t in transforms
+             if f"{backend}:{t}" in op.unsupported_modes}
+  running = [t for t in transforms if t not in skipped]
+
+  def evaluate(chosen):
+    return module.evaluate_transformed(op, case.params, batch, batch_cot, device=device,
+                                       transforms=chosen)
+
+  got, seconds = _run(case, backend, device, ",".join(running), "forward",
+                      lambda: evaluate(running)) if running else ({}, 0.0)
+  if isinstance(got, Row):  # One program for all failed: run each alone to say which.
+    got, seconds = {}, 0.0
+    for transform in running:
+      alone, _ = _run(case, backend, device, transform, "forward", lambda t=transform: evaluate([t]))
+      got[transform] = alone
+  for transform in transforms:
+    if transform in skipped:
+      rows.append(case.row(backend, device, transform, "skipped", None, True,
+                           f"unsupported by the op: {skipped[transform]}"))
+      continue
+    result = got[transform]
+    if isinstance(result, Row):
+      rows.extend([result] if result.check == "skipped" else
+                  [result, dataclasses.replace(result, check="vjp")])
+      continue
+    if isinstance(result, dict):
+      result = result[transform]
+    for check, actual, want, names in (
+        ("forward", result[0], want_outs, [f"output {k}" for k in range(len(want_outs))]),
+        ("vjp", result[1], want_cts, [f"d{n}" for n in op.input_names])):
+      err, note = case.compare(actual, want, names)
+      ok = err <= case.tolerance
+      rows.append(case.row(backend, device, transform, check, err, ok, "" if ok else note,
+                           seconds / max(1, len(running))))
+  return rows
