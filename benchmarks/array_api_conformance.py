@@ -47,16 +47,21 @@ NAMESPACES = {
     "tensorflow": "exec('import crossgrad; xp = crossgrad.tensorflow.xp')",
 }
 
-_SUITE = flags.DEFINE_string("suite", None, "A checkout of data-apis/array-api-tests whose "
-                             "array-api/ folder holds data-apis/array-api.")
-_NAMESPACES = flags.DEFINE_list("namespaces", ["numpy-native", "numpy", "jax", "tensorflow"],
-                                "Namespaces to run: " + ", ".join(NAMESPACES))
-_SELECTIONS = flags.DEFINE_list("selections", list(SELECTIONS), "Parts of the suite to run.")
-_MAX_EXAMPLES = flags.DEFINE_integer("max_examples", 20, "Hypothesis examples per test.")
-_FILES = flags.DEFINE_list("files", [], "Test files of the suite to run (default: all).")
-_KEYWORD = flags.DEFINE_string("keyword", None, "A further pytest -k expression.")
-_TIMEOUT = flags.DEFINE_integer("timeout_s", 1800, "Seconds allowed per namespace run.")
-_JSON = flags.DEFINE_string("json", "out/array_api_conformance.json", "Where to write JSON.")
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_string("suite", None, "A checkout of data-apis/array-api-tests whose "
+                      "array-api/ folder holds data-apis/array-api.", required=True)
+  flags.DEFINE_list("namespaces", ["numpy-native", "numpy", "jax", "tensorflow"],
+                    "Namespaces to run: " + ", ".join(NAMESPACES))
+  flags.DEFINE_list("selections", list(SELECTIONS), "Parts of the suite to run.")
+  flags.DEFINE_integer("max_examples", 20, "Hypothesis examples per test.")
+  flags.DEFINE_list("files", [], "Test files of the suite to run (default: all).")
+  flags.DEFINE_string("keyword", None, "A further pytest -k expression.")
+  flags.DEFINE_integer("timeout_s", 1800, "Seconds allowed per namespace run.")
+  flags.DEFINE_string("json", "out/array_api_conformance.json", "Where to write the JSON.")
 
 
 def _check_suite(suite: pathlib.Path):
@@ -183,15 +188,14 @@ def run(suite: str, namespaces: Sequence[str], selections: Sequence[str], *,
 
 def main(argv: Sequence[str]):
   del argv
-  unknown = sorted(set(_NAMESPACES.value) - set(NAMESPACES))
-  if unknown or not set(_SELECTIONS.value) <= set(SELECTIONS):
+  unknown = sorted(set(FLAGS.namespaces) - set(NAMESPACES))
+  if unknown or not set(FLAGS.selections) <= set(SELECTIONS):
     raise app.UsageError(f"--namespaces from {list(NAMESPACES)}, --selections from "
                          f"{list(SELECTIONS)}")
-  run(_SUITE.value, _NAMESPACES.value, _SELECTIONS.value, max_examples=_MAX_EXAMPLES.value,
-      files=_FILES.value, keyword=_KEYWORD.value, timeout_s=_TIMEOUT.value,
-      json_path=_JSON.value)
+  run(FLAGS.suite, FLAGS.namespaces, FLAGS.selections, max_examples=FLAGS.max_examples,
+      files=FLAGS.files, keyword=FLAGS.keyword, timeout_s=FLAGS.timeout_s, json_path=FLAGS.json)
 
 
 if __name__ == "__main__":
-  flags.mark_flag_as_required("suite")
+  define_flags()
   app.run(main)
