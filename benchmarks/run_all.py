@@ -30,7 +30,7 @@ FLAGS = flags.FLAGS
 
 # Binaries: each has settings(quick) and run(..., json_path); check_cost must come first.
 BENCHMARKS = ("check_cost", "overhead", "tf1_idiom", "dispatch", "bernoulli_mask",
-              "tf1_port_overhead")
+              "tf1_port_overhead", "torch_overhead")
 # Benchmark binaries not run yet: sparse_conv gets settings()/run() with its absl rewrite.
 PENDING = ("sparse_conv",)
 # Programs that are no benchmark: array_api_conformance runs the Array API test suite
