@@ -15,7 +15,6 @@ from crossgrad.checker.report import Report
 from crossgrad.checker.report import Row
 from crossgrad.registry import ops as _builtin_ops  # Registers the built-in ops.
 from crossgrad.registry.errors import CrossgradError
-from crossgrad.registry.namespace import FUNCTIONS as NAMESPACE_FUNCTIONS
 from crossgrad.registry.op_registry import get
 from crossgrad.registry.op_registry import names
 from crossgrad.registry.op_registry import register
@@ -31,7 +30,6 @@ _LAZY_BACKENDS = ("tensorflow", "jax", "torch")
 __all__ = (
     "ArraySpec",
     "CrossgradError",
-    "NAMESPACE_FUNCTIONS",
     "OpDef",
     "Report",
     "Row",

@@ -16,6 +16,7 @@ BUILT_IN = ("numpy", "tensorflow", "jax", "torch")
 _EXTRAS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 _OPTIONAL = ("torch",)  # Cross-checked by default only where installed.
 _REGISTERED: dict[str, Any] = {}
+_COMPILED: dict[tuple, Any] = {}
 
 
 def names() -> list[str]:
@@ -62,6 +63,7 @@ def load(name: str):
   except ImportError as e:
     raise CrossgradError(
         f"backend needs a framework that is not installed ({e})", backend=name,
+        argument=f"backend {name!r}",
         hint=f'Install it with: pip install "crossgrad[{_EXTRAS.get(name, name)}]"') from e
 
 
@@ -92,6 +94,18 @@ def check_mode(backend: str, mode: str, modes: tuple[str, ...]):
   if mode not in modes:
     raise CrossgradError("unknown mode", backend=backend, argument="mode",
                          expected=" or ".join(modes), actual=repr(mode))
+
+
+def compiled(key: tuple, build: Callable[[], Any]) -> Any:
+  """``build()``'s result, made once per ``key`` (emitted function, mode, device): a
+  backend's `evaluate` keeps its traced and compiled runner, so evaluating an op again on
+  inputs of the same shapes and dtypes (the cross-check's special values) compiles nothing.
+  Bounded: forgets everything past 256 keys."""
+  if key not in _COMPILED:
+    if len(_COMPILED) >= 256:
+      _COMPILED.clear()
+    _COMPILED[key] = build()
+  return _COMPILED[key]
 
 
 def merge_cotangents(op: OpDef, diff_cotangents) -> tuple:

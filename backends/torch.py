@@ -27,7 +27,7 @@ from torch.utils import _pytree as pytree
 from crossgrad.backends import base
 from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.errors import CrossgradError
-from crossgrad.registry.namespace import FUNCTIONS, Namespace
+from crossgrad.registry.namespace import EXTENSIONS, Namespace
 from crossgrad.registry.opdef import OpDef
 
 NAME = "torch"
@@ -184,7 +184,6 @@ STANDARD = (
     "all", "any", "diff",
     "e", "inf", "nan", "newaxis", "pi") + tuple(_DTYPES)
 
-EXTENSIONS = ("take", "segment_sum", "segment_min", "one_hot", "unbroadcast")
 
 _OWN = {
     "take": _take, "segment_sum": _segment_sum, "segment_min": _segment_min,
@@ -195,18 +194,6 @@ _OWN = {
     **{name: _reduction(getattr(compat, name)) for name in ("sum", "mean", "max", "min")},
 }
 
-# --- Legacy names: crossgrad's xp before the Array API migration (issue 13). -------------
-# The built-in ops still call these; delete this block (and its use in `_table`) when the
-# migration merges. String dtypes and zeros(shape, dtype) / arange(n, dtype) are accepted
-# by the functions above and may stay.
-_LEGACY = {
-    "concatenate": lambda arrays, axis=0: _concat(arrays, axis=axis),
-    "cumsum": lambda x, axis: _cumulative_sum(x, axis=axis),
-    "transpose": lambda x, axes=None: _permute(_tensor(x), axes),
-    "left_shift": compat.bitwise_left_shift,
-    "right_shift": compat.bitwise_right_shift,
-}
-# --- End of the legacy names. -----------------------------------------------------------
 
 
 def _numpy_as_tensors(fn):
@@ -221,28 +208,15 @@ def _numpy_as_tensors(fn):
   return call
 
 
-def _permute(x, axes):
-  return compat.permute_dims(x, tuple(range(x.ndim))[::-1] if axes is None else tuple(axes))
-
-
-def _table() -> dict[str, Any]:
-  table = {name: _numpy_as_tensors(getattr(compat, name)) if callable(getattr(compat, name))
+def _standard() -> types.SimpleNamespace:
+  """The standard's names for torch: array_api_compat's, taking NumPy arrays too."""
+  names = {name: _numpy_as_tensors(getattr(compat, name)) if callable(getattr(compat, name))
            else getattr(compat, name) for name in STANDARD if name not in _OWN}
-  table.update(_OWN)
-  table.update(_LEGACY)
-  return table
+  return types.SimpleNamespace(**names, linalg=compat.linalg)
 
 
-class TorchNamespace(Namespace):
-  """crossgrad's documented namespace (checked like every backend's) plus the rest of the
-  Array API standard for torch."""
-
-  def __init__(self, table: dict[str, Any]):
-    super().__init__(NAME, {name: table[name] for name in FUNCTIONS})
-    self.__dict__.update(table)
-
-
-xp = TorchNamespace(_table())
+xp = Namespace(NAME, _standard(), extensions={name: _OWN[name] for name in EXTENSIONS},
+               overrides={k: v for k, v in _OWN.items() if k not in EXTENSIONS})
 
 
 _DTYPE_NAMES = {dtype: name for name, dtype in _DTYPES.items()}

@@ -30,11 +30,12 @@ FLAGS = flags.FLAGS
 
 # Binaries: each has settings(quick) and run(..., json_path); check_cost must come first.
 BENCHMARKS = ("check_cost", "overhead", "tf1_idiom", "dispatch", "bernoulli_mask",
-              "tf1_port_overhead")
+              "tf1_port_overhead", "torch_overhead")
 # Benchmark binaries not run yet: sparse_conv gets settings()/run() with its absl rewrite.
 PENDING = ("sparse_conv",)
-# Programs that measure nothing: docs_tables writes docs/benchmarks.md from run_all's JSON.
-TOOLS = ("docs_tables",)
+# Programs that are no benchmark: array_api_conformance runs the Array API test suite
+# (given its checkout); docs_tables writes docs/benchmarks.md from run_all's JSON.
+TOOLS = ("array_api_conformance", "docs_tables")
 # Modules the benchmarks import; not binaries.
 LIBRARIES = ("handwritten", "hlo", "sparse_loops", "timing")
 

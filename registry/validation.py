@@ -82,6 +82,27 @@ def check_forward_result(op: OpDef, backend: str, result: Any) -> tuple[Any, Any
   return result
 
 
+def check_output_dtypes(op: OpDef, backend: str, input_specs: Sequence[ArraySpec],
+                        output_specs: Sequence[ArraySpec]):
+  """The forward's floating outputs have its floating inputs' dtype (where they share one),
+  unless the op has a static ``dtype`` parameter (a cast chooses its output dtype).
+
+  A forward that changes it is at fault there, not in its backward: e.g. NumPy makes
+  float64 of ``xp.where(c, 1.0, -1.0)`` whatever the inputs' dtype.
+  """
+  floating = {spec.dtype for spec in input_specs if spec.is_floating}
+  if len(floating) != 1 or "dtype" in op.param_defaults:  # A `dtype` parameter chooses it.
+    return
+  (dtype,) = floating
+  for i, spec in enumerate(output_specs):
+    if spec.is_floating and spec.dtype != dtype:
+      raise CrossgradError(
+          "the forward's output has another dtype than its floating inputs", op=op.name,
+          backend=backend, argument=f"forward output {i}", expected=dtype, actual=str(spec),
+          hint="Where only Python scalars meet (xp.where(c, 1.0, -1.0)) NumPy makes float64: "
+               "use arrays of the input's dtype (xp.ones_like(x)) or xp.astype(..., x.dtype)")
+
+
 def cotangent_for(op: OpDef, output_specs: Sequence[ArraySpec], upstream: Sequence[Any],
                   zeros_like, single: bool):
   """The ``g`` handed to backward: floating outputs get a cotangent, integer ones None."""
@@ -114,7 +135,8 @@ def check_cotangents(op: OpDef, backend: str, input_specs: Sequence[ArraySpec],
       if ct is not None:
         raise CrossgradError(
             "non-differentiable input gets no cotangent", op=op.name, backend=backend,
-            argument=where, expected="None", actual=_describe(ct))
+            argument=where, actual=_describe(ct),
+            hint="Return None for it (it is listed in OpDef(nondiff=...))")
       continue
     if ct is None:
       raise CrossgradError(

@@ -49,15 +49,15 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *,
   if n_out_sites is not None:
     n_out_sites = int(n_out_sites)
     if capacity is None:
-      keep = xp.arange(max(n_out_sites, 1), "int32")
-      book = rulebook.Rulebook(xp.take(book.h_out, keep), book.n_out, book.dst)
+      keep = xp.arange(max(n_out_sites, 1), dtype=xp.int32)
+      book = rulebook.Rulebook(xp.take(book.h_out, keep, axis=0), book.n_out, book.dst)
     elif n_out_sites > capacity:
       raise CrossgradError("output active sites exceed the capacity", op=OP,
                            backend=backend, argument="capacity",
                            expected=f">= {n_out_sites}", actual=capacity)
   rows = int(book.h_out.shape[0])
   q = module.get("sparse_q")(x.M, x.ground_state, book.h_out, book.dst)
-  live = xp.reshape(xp.arange(rows, "int32"), (rows, 1)) < book.n_out
+  live = xp.reshape(xp.arange(rows, dtype=xp.int32), (rows, 1)) < book.n_out
   m_out = xp.matmul(q, weights) + xp.reshape(b, (1, n_out))
   m_out = xp.where(live, m_out, xp.zeros_like(m_out))
   tiled = xp.reshape(xp.broadcast_to(xp.reshape(x.ground_state, (1, n_in)), (kk, n_in)),

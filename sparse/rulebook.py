@@ -52,9 +52,8 @@ def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int) -> Rulebook:
   a, kk = h_in.shape[0], f * f
   ho, wo = dense_shape[0] - f + 1, dense_shape[1] - f + 1
   grid = ho * wo
-  columns = xp.transpose(h_in)
-  row, col = xp.take(columns, 0), xp.take(columns, 1)
-  live = xp.arange(a, "int32") < xp.astype(n_valid, "int32")
+  row, col = h_in[:, 0], h_in[:, 1]
+  live = xp.arange(a, dtype=xp.int32) < xp.astype(xp.asarray(n_valid), xp.int32)
   # Candidates (site, filter position) in the seed's loop order: position p = (u, v) of
   # site (row, col) reaches output (row - f + 1 + u, col - f + 1 + v).
   u = np.repeat(np.arange(f, dtype=np.int32), f)
@@ -68,11 +67,11 @@ def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int) -> Rulebook:
   key = xp.where(valid, i * wo + j, grid)  # Out of range, so dropped, where invalid.
   # An output site is numbered when its first candidate comes up; every candidate then
   # finds its output row through its site's first candidate.
-  position = xp.arange(a * kk, "int32")
+  position = xp.arange(a * kk, dtype=xp.int32)
   first = xp.take(xp.segment_min(position, key, grid), key)
   is_first = xp.logical_and(valid, xp.equal(first, position))
-  rank = xp.cumsum(xp.astype(is_first, "int32"), 0) - 1
-  n_out = xp.astype(xp.sum(xp.astype(is_first, "int32")), "int32")
+  rank = xp.cumulative_sum(xp.astype(is_first, xp.int32), axis=0, dtype=xp.int32) - 1
+  n_out = xp.sum(xp.astype(is_first, xp.int32), dtype=xp.int32)
   out_row = xp.take(rank, first)
   offset = np.tile(np.arange(kk - 1, -1, -1, dtype=np.int32), a)
   dst = xp.where(xp.logical_and(valid, out_row < capacity), out_row * kk + offset, -1)
@@ -83,5 +82,5 @@ def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int) -> Rulebook:
 
 def _pairs(xp, first, second, n):
   """An ``n x 2`` array from two length-``n`` vectors."""
-  return xp.transpose(xp.reshape(first, (1, n)) * np.array([[1], [0]], np.int32)
+  return xp.matrix_transpose(xp.reshape(first, (1, n)) * np.array([[1], [0]], np.int32)
                       + xp.reshape(second, (1, n)) * np.array([[0], [1]], np.int32))
