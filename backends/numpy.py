@@ -12,6 +12,8 @@ from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
 from crossgrad.sparse import conv as _sparse_conv
+from crossgrad.sparse import submanifold as _submanifold
+from crossgrad.sparse.rulebook import Rulebook
 from crossgrad.sparse.data import SparseData
 
 NAME = "numpy"
@@ -104,6 +106,13 @@ def vjp(op: str | OpDef, *inputs: Any, **params: Any):
   return outputs, vjp_fn
 
 
-def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, capacity: int | None = None):
+def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, stride: int = 1,
+                  capacity: int | None = None, rulebook: Rulebook | None = None):
   """Seed 001's sparse convolution layer; see `crossgrad.sparse.conv.sparse_conv2d`."""
-  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, capacity=capacity)
+  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, stride=stride, capacity=capacity,
+                                    rulebook=rulebook)
+
+
+def submanifold_conv2d(x: SparseData, W: Any, b: Any, *, rulebook: Rulebook | None = None):
+  """Submanifold sparse convolution; see `crossgrad.sparse.submanifold.submanifold_conv2d`."""
+  return _submanifold.submanifold_conv2d(NAME, x, W, b, rulebook=rulebook)

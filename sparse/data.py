@@ -118,6 +118,12 @@ class SparseData:
     dense = xp.where(hit, values, xp.reshape(self.ground_state, (1, n)))
     return xp.reshape(dense, (h, w, n))
 
+  def map(self, fn) -> SparseData:
+    """The same sites with ``fn`` (elementwise, e.g. an activation) applied to ``M`` and
+    the ground state alike; padding rows may then be nonzero, which no layer reads."""
+    return SparseData.unflatten(self.dense_shape, (self.H, fn(self.M), fn(self.ground_state),
+                                                   self.n_valid))
+
   def compact(self) -> SparseData:
     """This data with the padding cut off (needs concrete values: not under jit)."""
     n = validation.concrete_values(self.n_valid)
