@@ -10,28 +10,26 @@
    `lax.conv_general_dilated`; gradients of the input, W, b) at 512x512x16, f=3,
    n_out=16, for several active fractions (uniformly random sites: the worst case for
    dilation); the break-even fraction is interpolated in log-log.
+3. One layer (`sparse_conv2d` and `submanifold_conv2d`, n_out=16) with the rulebook
+   built beforehand and reused, forward and backward, against the floor at 128x128x3,
+   f=5 (`crossgrad.benchmarks.sparse_layer`).
 
 Everything framework-side runs compiled (`jax.jit`, `tf.function(jit_compile=True)`),
-including the rulebook built from H inside the step. Variants of one comparison run
+in sections 1 and 2 including the rulebook built from H inside the step. Variants of one comparison run
 interleaved; each figure is the median over ``--repeats`` rounds of a warm call: the
 third of three back-to-back calls, as in a training loop. (On a shared VM a compiled
 call that follows idle time or other work runs up to 2x slower, cold caches; the seed's
 loops, at 8-200 ms a call, hardly notice.)
 
-  python -m crossgrad.benchmarks.sparse_conv [--quick] [--json out/sparse_conv.json]
+  python -m crossgrad.benchmarks.sparse_conv [--quick] [--json=out/sparse_conv.json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import sys
-
 import numpy as np
 
 import crossgrad as cg
+from crossgrad.benchmarks import sparse_layer
 from crossgrad.benchmarks import sparse_loops
 from crossgrad.benchmarks import timing
 from crossgrad.sparse import rulebook
@@ -250,40 +248,34 @@ def break_even(results: list[dict], name: str) -> str:
   return f"< {points[0][0]:.0%}"
 
 
-def _environment() -> dict:
-  import jax  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return {"python": sys.version.split()[0], "platform": platform.platform(),
-          "processor": platform.processor() or platform.machine(),
-          "cpu_count": os.cpu_count(), "numpy": np.__version__,
-          "tensorflow": tf.__version__, "jax": jax.__version__,
-          "jax_devices": [str(d) for d in jax.devices()],
-          "tensorflow_devices": cg.tensorflow.devices()}
+def settings(quick: bool) -> dict:
+  return {"quick": quick, "repeats": 3 if quick else 9, "fractions": (0.01, 0.05, 0.2)}
 
 
-def main(argv=None) -> dict:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
-  parser.add_argument("--repeats", type=int, default=9)
-  parser.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.05, 0.2])
-  parser.add_argument("--json", default=os.path.join("out", "sparse_conv.json"))
-  args = parser.parse_args(argv)
-  if args.quick:
-    loops = [compare_loops((24, 24, 3), 5, fraction, 3) for fraction in args.fractions]
-    dense = compare_dense((48, 48, 4), 3, 4, args.fractions, 3)
+def run(quick: bool = False, repeats: int = 9, fractions=(0.01, 0.05, 0.2), n_out: int = 16,
+        json_path: str | None = None) -> dict:
+  """Every section at the issue's sizes (``quick``: tiny ones); prints, writes JSON."""
+  if quick:
+    loop_shape, dense_shape, reps = (24, 24, 3), (48, 48, 4), 3
   else:
-    loops = [compare_loops((128, 128, 3), 5, fraction, args.repeats)
-             for fraction in args.fractions]
-    dense = compare_dense((512, 512, 16), 3, 16, args.fractions, args.repeats)
-  report = {"loops": loops, "dense": dense,
-            "break_even": {name: break_even(dense, name) for name in ("jax", "tensorflow")},
-            "environment": _environment()}
+    loop_shape, dense_shape, reps = (128, 128, 3), (512, 512, 16), repeats
+  loops = [compare_loops(loop_shape, 5, fraction, reps) for fraction in fractions]
+  reuse = [sparse_layer.compare_reuse(loop_shape, 5, n_out, fraction, reps)
+           for fraction in fractions]
+  dense = compare_dense(dense_shape, 3, dense_shape[2], fractions, reps)
+  report = {"loops": loops, "reuse": reuse, "dense": dense,
+            "break_even": {name: break_even(dense, name) for name in ("jax", "tensorflow")}}
   _print(report)
-  os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-  with open(args.json, "w") as out:
-    json.dump(report, out, indent=2)
-  print(f"wrote {args.json}")
+  header, rows = sparse_layer.table(reuse)
+  timing.emit(f"\none layer, rulebook built beforehand, vs the floor: {loop_shape}, f=5, "
+              f"n_out={n_out}", header, rows, json_path, report)
   return report
+
+
+def main(argv):
+  del argv
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  run(flags.FLAGS.quick, flags.FLAGS.repeats, n_out=flags.FLAGS.n_out, json_path=flags.FLAGS.json)
 
 
 def _ratio(value: float) -> str:
@@ -318,4 +310,10 @@ def _print(report: dict):
 
 
 if __name__ == "__main__":
-  main()
+  from absl import app  # pylint: disable=g-import-not-at-top
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  flags.DEFINE_bool("quick", False, "Tiny sizes, 3 repeats (smoke test).")
+  flags.DEFINE_integer("repeats", 9, "Interleaved rounds per comparison.")
+  flags.DEFINE_integer("n_out", 16, "Output channels of the reused-rulebook layer.")
+  flags.DEFINE_string("json", "out/sparse_conv.json", "Where to write the JSON.")
+  app.run(main)
