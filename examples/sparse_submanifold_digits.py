@@ -178,8 +178,8 @@ def train_tensorflow(params, train: Data, batches, lr: float, dense: bool = Fals
                         jit_compile=True, autograph=False)
 
   def scores(d):
-    return np.concatenate([predict(d.h[s:s + 64], d.m[s:s + 64], d.n_valid[s:s + 64]).numpy()
-                           for s in range(0, len(d.labels), 64)])
+    return np.concatenate([predict(d.h[s:s + 32], d.m[s:s + 32], d.n_valid[s:s + 32]).numpy()
+                           for s in range(0, len(d.labels), 32)])
   return losses, seconds, scores
 
 
