@@ -275,7 +275,8 @@ def run(quick: bool = False, repeats: int = 9, fractions=(0.01, 0.05, 0.2), n_ou
 def main(argv):
   del argv
   from absl import flags  # pylint: disable=g-import-not-at-top
-  run(flags.FLAGS.quick, flags.FLAGS.repeats, n_out=flags.FLAGS.n_out, json_path=flags.FLAGS.json)
+  run(flags.FLAGS.quick, flags.FLAGS.repeats, [float(v) for v in flags.FLAGS.fractions],
+      flags.FLAGS.n_out, flags.FLAGS.json)
 
 
 def _ratio(value: float) -> str:
@@ -315,5 +316,6 @@ if __name__ == "__main__":
   flags.DEFINE_bool("quick", False, "Tiny sizes, 3 repeats (smoke test).")
   flags.DEFINE_integer("repeats", 9, "Interleaved rounds per comparison.")
   flags.DEFINE_integer("n_out", 16, "Output channels of the reused-rulebook layer.")
+  flags.DEFINE_list("fractions", ["0.01", "0.05", "0.2"], "Active fractions to measure.")
   flags.DEFINE_string("json", "out/sparse_conv.json", "Where to write the JSON.")
   app.run(main)

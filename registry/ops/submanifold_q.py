@@ -65,9 +65,9 @@ def _backward(xp, residuals, g):
   mirrored = xp.reshape(np.arange(kk - 1, -1, -1, dtype=np.int32), (1, kk))
   entry = xp.where(xp.logical_and(src >= 0, src < a), src * kk + mirrored, -1)
   picked = xp.reshape(xp.take(by_entry, xp.reshape(entry, (a * kk,))), (a, kk, -1))
-  # The sum over each row's f*f entries as a (batched) product with ones: compilers
-  # reduce a middle axis of narrow rows slowly on CPU.
-  d_m = xp.reshape(xp.matmul(xp.ones((1, kk), dtype=g.dtype), picked), (a, -1))
+  # A plain sum: on CPU it beat a batched product with ones (sparse_q's choice) 2-4x
+  # under TF's XLA and lost at most 1.4x under JAX's.
+  d_m = xp.sum(picked, axis=1)
   d_ground = xp.reshape(xp.matmul(xp.reshape(ground, (1, a * kk)), by_entry), (-1,))
   return d_m, d_ground, None
 
