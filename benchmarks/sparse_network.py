@@ -132,7 +132,7 @@ def measure(shape, fraction: float, f: int, repeats: int) -> dict:
            "tf_sparse": tf_fns["sparse"], "tf_dense": tf_fns["dense"]}
   times = timing.interleaved_medians(steps, repeats, warmup=1, warm=1)
   parts = timing.interleaved_medians({**jax_fns["parts"], "step": jax_fns["sparse"]},
-                                     max(repeats, 9), warmup=2, warm=1)
+                                     max(5 * repeats, 15), warmup=2, warm=1)
   return {"shape": list(shape), "fraction": fraction, "f": f, "layers": LAYERS,
           "active": int(x.n_valid), "seconds": times, "parts_seconds": parts,
           "speedup": {k: times[f"{k}_dense"] / times[f"{k}_sparse"] for k in ("jax", "tf")}}
