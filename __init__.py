@@ -7,9 +7,13 @@ cross-checked.
 
 from __future__ import annotations
 
-from crossgrad.backends import numpy
+import importlib
+
+from crossgrad.api import numpy
+from crossgrad.checker.engine import cross_check
+from crossgrad.checker.report import Report
+from crossgrad.checker.report import Row
 from crossgrad.registry import ops as _builtin_ops  # Registers the built-in ops.
-from crossgrad.registry.crosscheck import cross_check
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import FUNCTIONS as NAMESPACE_FUNCTIONS
 from crossgrad.registry.op_registry import get
@@ -17,8 +21,6 @@ from crossgrad.registry.op_registry import names
 from crossgrad.registry.op_registry import register
 from crossgrad.registry.op_registry import unregister
 from crossgrad.registry.opdef import OpDef
-from crossgrad.registry.report import Report
-from crossgrad.registry.report import Row
 from crossgrad.registry.validation import ArraySpec
 from crossgrad.sparse.data import SparseData
 
@@ -50,7 +52,8 @@ del _builtin_ops
 def __getattr__(name: str):
   if name in _LAZY_BACKENDS:
     from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
-    module = base.load(name)
+    base.load(name)  # A clear error if the framework is missing.
+    module = importlib.import_module(f"crossgrad.api.{name}")
     globals()[name] = module
     return module
   raise AttributeError(f"module 'crossgrad' has no attribute {name!r}")

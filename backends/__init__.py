@@ -1,1 +1,2 @@
-"""Backends (numpy, tensorflow, jax); each imports its framework only when loaded."""
+"""One module per framework behind the written protocol (`protocol.Backend`): numpy (the
+reference), tensorflow, jax. Each imports its framework only when loaded; none names an op."""

@@ -1,23 +1,54 @@
-"""What every backend shares: the cached `get`, loading backends lazily by name."""
+"""What every backend shares: loading backends by name (built-in or registered), the
+cached `get`, mode checks. The protocol itself is `crossgrad.backends.protocol`."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any, Callable
 
+from crossgrad.backends import protocol
 from crossgrad.registry import op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
-NAMES = ("numpy", "tensorflow", "jax")
+BUILT_IN = ("numpy", "tensorflow", "jax")
 _EXTRAS = {"tensorflow": "tensorflow", "jax": "jax"}
+_REGISTERED: dict[str, Any] = {}
+
+
+def names() -> list[str]:
+  """Every backend that `load` takes: the built-in ones, then the registered ones."""
+  return list(BUILT_IN) + sorted(set(_REGISTERED) - set(BUILT_IN))
+
+
+def register(backend: Any) -> Any:
+  """Adds a backend (a module or object implementing `protocol.Backend`) under its NAME."""
+  missing = [m for m in protocol.MEMBERS if not hasattr(backend, m)]
+  if missing:
+    raise CrossgradError(
+        "not a backend: members of crossgrad.backends.protocol.Backend are missing",
+        backend=getattr(backend, "NAME", None), argument="backend",
+        expected=", ".join(protocol.MEMBERS), actual=f"missing {', '.join(missing)}")
+  if backend.NAME in BUILT_IN:
+    raise CrossgradError("a built-in backend has this name", backend=backend.NAME,
+                         argument="backend.NAME", expected=f"not one of {list(BUILT_IN)}",
+                         actual=repr(backend.NAME))
+  _REGISTERED[backend.NAME] = backend
+  return backend
+
+
+def unregister(name: str) -> None:
+  """Removes a backend added with `register`."""
+  _REGISTERED.pop(name, None)
 
 
 def load(name: str):
-  """The backend module called ``name``, importing its framework on first use."""
-  if name not in NAMES:
+  """The backend called ``name``, importing its framework on first use."""
+  if name in _REGISTERED:
+    return _REGISTERED[name]
+  if name not in BUILT_IN:
     raise CrossgradError("unknown backend", argument=f"backend {name!r}",
-                         expected=" or ".join(NAMES), actual=repr(name))
+                         expected=" or ".join(names()), actual=repr(name))
   try:
     return importlib.import_module(f"crossgrad.backends.{name}")
   except ImportError as e:

@@ -14,12 +14,9 @@ from crossgrad.backends import base
 from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
-from crossgrad.sparse import conv as _sparse_conv
-from crossgrad.sparse import submanifold as _submanifold
-from crossgrad.sparse.rulebook import Rulebook
-from crossgrad.sparse.data import SparseData
 
 NAME = "jax"
+VERSION = jax.__version__
 MODES = ("eager", "jit")
 PLATFORMS = ("cpu", "gpu", "tpu")
 
@@ -125,6 +122,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
              *, device: str = "cpu:0", mode: str = "jit"):
   """Outputs (as a tuple) and input cotangents, on ``device``, eagerly or under `jax.jit`."""
   base.check_mode(NAME, mode, MODES)
+  validation.check_input_count(op, NAME, inputs)
   fn = get(op, **params)
   diff = op.diff_argnums
 
@@ -154,28 +152,9 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
 
 
 
-# The Bernoulli attention mask's entry points live in their own module (which uses `get`).
-_BERNOULLI = ("bernoulli_mask", "bernoulli_mask_sampled", "uniform_noise")
-
-
-def __getattr__(name: str):
-  if name in _BERNOULLI:
-    from crossgrad.backends import jax_bernoulli  # pylint: disable=g-import-not-at-top
-    return getattr(jax_bernoulli, name)
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, stride: int = 1,
-                  capacity: int | None = None, rulebook: Rulebook | None = None):
-  """Seed 001's sparse convolution layer; see `crossgrad.sparse.conv.sparse_conv2d`."""
-  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, stride=stride, capacity=capacity,
-                                    rulebook=rulebook)
-
-
-def submanifold_conv2d(x: SparseData, W: Any, b: Any, *, rulebook: Rulebook | None = None):
-  """Submanifold sparse convolution; see `crossgrad.sparse.submanifold.submanifold_conv2d`."""
-  return _submanifold.submanifold_conv2d(NAME, x, W, b, rulebook=rulebook)
-
-
-jax.tree_util.register_pytree_node(SparseData, SparseData.flatten, SparseData.unflatten)
-jax.tree_util.register_pytree_node(Rulebook, Rulebook.flatten, Rulebook.unflatten)
+def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:
+  """Registers ``cls`` as a pytree node (once), so `jax.jit` and `jax.grad` see through it."""
+  try:
+    jax.tree_util.register_pytree_node(cls, flatten, unflatten)
+  except ValueError:  # Already registered.
+    pass

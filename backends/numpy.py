@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -11,12 +12,10 @@ from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
-from crossgrad.sparse import conv as _sparse_conv
-from crossgrad.sparse import submanifold as _submanifold
-from crossgrad.sparse.rulebook import Rulebook
-from crossgrad.sparse.data import SparseData
 
 NAME = "numpy"
+VERSION = np.__version__
+MODES = ("eager",)
 
 
 def _one_hot(labels, depth, dtype):
@@ -106,13 +105,30 @@ def vjp(op: str | OpDef, *inputs: Any, **params: Any):
   return outputs, vjp_fn
 
 
-def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, stride: int = 1,
-                  capacity: int | None = None, rulebook: Rulebook | None = None):
-  """Seed 001's sparse convolution layer; see `crossgrad.sparse.conv.sparse_conv2d`."""
-  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, stride=stride, capacity=capacity,
-                                    rulebook=rulebook)
+
+def devices() -> list[str]:
+  """The reference runs on the host CPU only."""
+  return ["cpu:0"]
 
 
-def submanifold_conv2d(x: SparseData, W: Any, b: Any, *, rulebook: Rulebook | None = None):
-  """Submanifold sparse convolution; see `crossgrad.sparse.submanifold.submanifold_conv2d`."""
-  return _submanifold.submanifold_conv2d(NAME, x, W, b, rulebook=rulebook)
+def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
+             *, device: str = "cpu:0", mode: str = "eager"):
+  """Outputs (as a tuple) and input cotangents of the reference, via `vjp`."""
+  base.check_mode(NAME, mode, MODES)
+  if device not in devices():
+    raise CrossgradError("unknown device", op=op.name, backend=NAME, argument="device",
+                         expected=" or ".join(devices()), actual=repr(device))
+  outputs, vjp_fn = vjp(op, *inputs, **params)
+  cotangents = vjp_fn(tuple(cotangent) if isinstance(outputs, tuple) else cotangent[0])
+  return validation.as_tuple(outputs), cotangents
+
+
+def precision_scope(arrays: Sequence[Any]):
+  """NumPy keeps every dtype as it is."""
+  del arrays
+  return contextlib.nullcontext()
+
+
+def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:
+  """NumPy has no transformations to see through containers."""
+  del cls, flatten, unflatten

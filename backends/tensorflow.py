@@ -7,6 +7,7 @@ crossgrad must not flip) and every op compiles under XLA.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -16,12 +17,9 @@ from crossgrad.backends import base
 from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
-from crossgrad.sparse import conv as _sparse_conv
-from crossgrad.sparse import submanifold as _submanifold
-from crossgrad.sparse.rulebook import Rulebook
-from crossgrad.sparse.data import SparseData
 
 NAME = "tensorflow"
+VERSION = tf.__version__
 MODES = ("eager", "graph", "jit")
 
 
@@ -183,6 +181,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
              *, device: str = "cpu:0", mode: str = "jit"):
   """Outputs (as a tuple) and input cotangents, eagerly, in a graph, or under XLA."""
   base.check_mode(NAME, mode, MODES)
+  validation.check_input_count(op, NAME, inputs)
   fn = get(op, **params)
 
   def run(args, cots):
@@ -208,24 +207,12 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
 
 
 
-# The Bernoulli attention mask's entry points live in their own module (which uses `get`).
-_BERNOULLI = ("GENERATORS", "bernoulli_mask", "bernoulli_mask_sampled", "uniform_noise")
+def precision_scope(arrays: Sequence[Any]):
+  """TensorFlow keeps every dtype as it is."""
+  del arrays
+  return contextlib.nullcontext()
 
 
-def __getattr__(name: str):
-  if name in _BERNOULLI:
-    from crossgrad.backends import tensorflow_bernoulli  # pylint: disable=g-import-not-at-top
-    return getattr(tensorflow_bernoulli, name)
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def sparse_conv2d(x: SparseData, W: Any, b: Any, f: int, *, stride: int = 1,
-                  capacity: int | None = None, rulebook: Rulebook | None = None):
-  """Seed 001's sparse convolution layer; see `crossgrad.sparse.conv.sparse_conv2d`."""
-  return _sparse_conv.sparse_conv2d(NAME, x, W, b, f, stride=stride, capacity=capacity,
-                                    rulebook=rulebook)
-
-
-def submanifold_conv2d(x: SparseData, W: Any, b: Any, *, rulebook: Rulebook | None = None):
-  """Submanifold sparse convolution; see `crossgrad.sparse.submanifold.submanifold_conv2d`."""
-  return _submanifold.submanifold_conv2d(NAME, x, W, b, rulebook=rulebook)
+def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:
+  """TensorFlow's nest reads ``__tf_flatten__`` / ``__tf_unflatten__`` from the class."""
+  del cls, flatten, unflatten

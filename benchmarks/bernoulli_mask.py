@@ -11,22 +11,26 @@ uniform generator); TF adds ``threefry``, the sampled op with the portable gener
 (JAX's ``sampled`` is Threefry already). Runs are interleaved; each figure is a median
 over repeats.
 
-  python -m crossgrad.benchmarks.bernoulli_mask --json=out/bernoulli_mask.json
+  python -m crossgrad.benchmarks.bernoulli_mask [--smoke] [--json=out/bernoulli_mask.json]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import sys
 import time
-from typing import Callable, Sequence
+from typing import Callable
 
+from absl import app
+from absl import flags
 import numpy as np
 
+FLAGS = flags.FLAGS
+
 LR = 1e-3
+REPEATS, ITERS = 30, 5
 
 
 def _shapes(smoke: bool):
@@ -141,15 +145,25 @@ def measure(steps: dict[str, Callable[[], None]], repeats: int, iters: int):
   return times
 
 
-def main(argv: Sequence[str] | None = None) -> dict:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--repeats", type=int, default=30)
-  parser.add_argument("--iters", type=int, default=5)
-  parser.add_argument("--smoke", action="store_true", help="tiny shapes, 2 repeats")
-  parser.add_argument("--json", default=os.path.join("out", "bernoulli_mask.json"))
-  args = parser.parse_args(argv)
-  repeats, iters = (2, 1) if args.smoke else (args.repeats, args.iters)
-  p_shape, f_shape = _shapes(args.smoke)
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_integer("repeats", REPEATS, "Interleaved repeats.")
+  flags.DEFINE_integer("iters", ITERS, "Steps timed in each repeat.")
+  flags.DEFINE_bool("smoke", False, "Tiny shapes, 2 repeats.")
+  flags.DEFINE_string("json", os.path.join("out", "bernoulli_mask.json"),
+                      "Where to write the JSON.")
+
+
+def settings(quick: bool) -> dict:
+  """run()'s arguments for a full or a quick (smoke) run."""
+  return {"smoke": quick}
+
+
+def run(repeats: int = REPEATS, iters: int = ITERS, smoke: bool = False,
+        json_path: str | None = None) -> dict:
+  """Runs the benchmark, prints its table, writes JSON; returns the JSON payload."""
+  repeats, iters = (2, 1) if smoke else (repeats, iters)
+  p_shape, f_shape = _shapes(smoke)
   results = {"p_shape": p_shape, "features_shape": f_shape, "repeats": repeats,
              "iters": iters, "frameworks": {}}
   env = {"python": sys.version.split()[0], "platform": platform.platform(),
@@ -176,13 +190,20 @@ def main(argv: Sequence[str] | None = None) -> dict:
       print(f"{name:<11} {noise:<8} {row['op_ms']:8.3f} {row['handwritten_ms']:8.3f} "
             f"{row['ratio']:8.3f} {row['ratio_quartiles'][0]:6.3f}-{row['ratio_quartiles'][1]:.3f}")
   results["environment"] = env
-  os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-  with open(args.json, "w") as f:
-    json.dump(results, f, indent=1)
-  print(f"ratio: median over repeats of op time / hand-written time in the same repeat; "
-        f"wrote {args.json}")
+  print("ratio: median over repeats of op time / hand-written time in the same repeat")
+  if json_path:
+    os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
+    with open(json_path, "w") as f:
+      json.dump(results, f, indent=1)
+    print(f"wrote {json_path}")
   return results
 
 
+def main(argv):
+  del argv  # Unused.
+  run(FLAGS.repeats, FLAGS.iters, FLAGS.smoke, json_path=FLAGS.json)
+
+
 if __name__ == "__main__":
-  main()
+  define_flags()
+  app.run(main)

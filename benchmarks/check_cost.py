@@ -14,7 +14,6 @@ marked ``estimated``.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import math
 import subprocess
@@ -22,11 +21,15 @@ import sys
 import time
 from typing import Sequence
 
+from absl import app
+from absl import flags
 import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
-from crossgrad.registry import finite_diff
+from crossgrad.checker import finite_diff
+
+FLAGS = flags.FLAGS
 
 SIZES = (1_000, 1_000_000, 16_000_000)
 QUICK_SIZES = (1_000,)
@@ -202,18 +205,21 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
   return payload
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip())
-  timing.add_common_flags(parser, "check_cost")
-  parser.add_argument("--sizes", type=timing.parse_ints, default=None,
-                      help="Elements for the leaky_relu scaling (default 1e3,1e6,16e6).")
-  parser.add_argument("--repeats", type=int, default=None, help="Import repetitions.")
-  args = parser.parse_args(argv)
-  kwargs = settings(args.quick)
-  kwargs.update({k: v for k, v in (("sizes", args.sizes), ("repeats", args.repeats)) if v})
-  payload = run(json_path=args.json, **kwargs)
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  timing.define_common_flags("check_cost")
+  timing.define_ints("sizes", "Elements for the leaky_relu scaling (default 1e3,1e6,16e6).")
+  flags.DEFINE_integer("repeats", None, "Import repetitions.")
+
+
+def main(argv) -> int:
+  del argv  # Unused.
+  kwargs = settings(FLAGS.quick)
+  kwargs.update({k: v for k, v in (("sizes", FLAGS.sizes), ("repeats", FLAGS.repeats)) if v})
+  payload = run(json_path=FLAGS.json, **kwargs)
   return 0 if payload["cross_check_ok"] else 1
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  define_flags()
+  app.run(main)

@@ -11,14 +11,16 @@ The figure is crossgrad / hand-written, measured interleaved.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from typing import Sequence
 
+from absl import app
+from absl import flags
 import jax
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten, overhead, timing
+
+FLAGS = flags.FLAGS
 
 ELEMENTS = 64
 
@@ -84,16 +86,18 @@ def run(elements: int = ELEMENTS, ops: Sequence[str] | None = None, budget_s: fl
   return payload
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip())
-  timing.add_common_flags(parser, "dispatch")
-  parser.add_argument("--elements", type=int, default=ELEMENTS, help="Input size.")
-  parser.add_argument("--ops", default=None, help="Comma-separated op names (default all).")
-  args = parser.parse_args(argv)
-  run(args.elements, args.ops.split(",") if args.ops else None, json_path=args.json,
-      **settings(args.quick))
-  return 0
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  timing.define_common_flags("dispatch")
+  flags.DEFINE_integer("elements", ELEMENTS, "Input size.")
+  flags.DEFINE_list("ops", None, "Op names (default all).")
+
+
+def main(argv):
+  del argv  # Unused.
+  run(FLAGS.elements, FLAGS.ops, json_path=FLAGS.json, **settings(FLAGS.quick))
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  define_flags()
+  app.run(main)

@@ -14,11 +14,11 @@ without a baseline are listed as such.
 
 from __future__ import annotations
 
-import argparse
 import collections
-import sys
 from typing import Any, Callable, Sequence
 
+from absl import app
+from absl import flags
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,6 +26,8 @@ import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten, hlo, timing
+
+FLAGS = flags.FLAGS
 
 SIZES = (1_000, 1_000_000, 16_000_000)
 QUICK_SIZES = (1_000,)
@@ -205,20 +207,21 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
   return payload
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip())
-  timing.add_common_flags(parser, "overhead")
-  parser.add_argument("--sizes", type=timing.parse_ints, default=None,
-                      help="Comma-separated element counts (default 1e3,1e6,16e6).")
-  parser.add_argument("--ops", default=None, help="Comma-separated op names (default all).")
-  parser.add_argument("--budget_s", type=float, default=None,
-                      help="Seconds of timing per op, size and mode.")
-  args = parser.parse_args(argv)
-  kwargs = settings(args.quick)
-  kwargs.update({k: v for k, v in (("sizes", args.sizes), ("budget_s", args.budget_s)) if v})
-  run(ops=args.ops.split(",") if args.ops else None, json_path=args.json, **kwargs)
-  return 0
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  timing.define_common_flags("overhead")
+  timing.define_ints("sizes", "Element counts (default 1e3,1e6,16e6).")
+  flags.DEFINE_list("ops", None, "Op names (default all).")
+  flags.DEFINE_float("budget_s", None, "Seconds of timing per op, size and mode.")
+
+
+def main(argv):
+  del argv  # Unused.
+  kwargs = settings(FLAGS.quick)
+  kwargs.update({k: v for k, v in (("sizes", FLAGS.sizes), ("budget_s", FLAGS.budget_s)) if v})
+  run(ops=FLAGS.ops, json_path=FLAGS.json, **kwargs)
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  define_flags()
+  app.run(main)

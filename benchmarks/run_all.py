@@ -2,24 +2,41 @@ r"""Every benchmark in one run: tables on stdout, one JSON file each plus a summ
 
   python -m crossgrad.benchmarks.run_all [--quick] [--out_dir=out]
 
-Runs `check_cost` first (its framework start-up baseline needs a process that has not
-loaded TensorFlow or JAX yet), then `overhead`, `tf1_idiom` and `dispatch`, each with its
-own full (or ``--quick``) settings, writing ``<out_dir>/<name>.json`` and
-``<out_dir>/summary.json`` (the headline figures and the environment).
+Runs every benchmark binary in `BENCHMARKS`, `check_cost` first (its framework start-up
+baseline needs a process that has not loaded TensorFlow or JAX yet), each with its own
+full (or ``--quick``) settings, writing ``<out_dir>/<name>.json`` and
+``<out_dir>/summary.json`` (the headline figures, the environment, the date and the
+command). `PENDING` names the binaries not run yet, `TOOLS` the programs that are no
+benchmark (`docs_tables` renders docs/benchmarks.md from this JSON), and every other module
+of this package is a library (`LIBRARIES`); tests/test_benchmarks_smoke.py keeps the four
+lists complete.
 """
 
 from __future__ import annotations
 
-import argparse
+import datetime
 import importlib
 import os
 import sys
 import time
 from typing import Sequence
 
+from absl import app
+from absl import flags
+
 from crossgrad.benchmarks import timing
 
-BENCHMARKS = ("check_cost", "overhead", "tf1_idiom", "dispatch")
+FLAGS = flags.FLAGS
+
+# Binaries: each has settings(quick) and run(..., json_path); check_cost must come first.
+BENCHMARKS = ("check_cost", "overhead", "tf1_idiom", "dispatch", "bernoulli_mask",
+              "tf1_port_overhead", "sparse_conv", "sparse_network", "sparse_rulebook")
+# Benchmark binaries not run yet.
+PENDING = ()
+# Programs that measure nothing: docs_tables writes docs/benchmarks.md from run_all's JSON.
+TOOLS = ("docs_tables",)
+# Modules the benchmarks import; not binaries.
+LIBRARIES = ("handwritten", "hlo", "sparse_layer", "sparse_loops", "timing")
 
 
 def _headlines(results: dict) -> dict:
@@ -41,12 +58,37 @@ def _headlines(results: dict) -> dict:
   if "dispatch" in results:
     out["dispatch_ratio"] = {f'{r["op"]} {r["framework"]} {r["call"]}': r["ratio"]
                              for r in results["dispatch"]["rows"]}
+  if "bernoulli_mask" in results:
+    out["bernoulli_mask_ratio"] = {f"{framework} {noise}": row["ratio"] for framework, rows
+                                   in results["bernoulli_mask"]["frameworks"].items()
+                                   for noise, row in rows.items()}
+  if "tf1_port_overhead" in results:
+    out["tf1_port_overhead_ratio"] = {r["mode"]: r["ratio"]
+                                      for r in results["tf1_port_overhead"]["rows"]}
   return out
 
 
+def accelerators() -> list[str]:
+  """The non-CPU devices of the frameworks this process has loaded (``[]``: none)."""
+  found = set()
+  if "jax" in sys.modules:
+    found |= {f"{d.platform}: {d.device_kind}" for d in sys.modules["jax"].devices()
+              if d.platform != "cpu"}
+  if "tensorflow" in sys.modules:
+    config = sys.modules["tensorflow"].config
+    found |= {f"{d.device_type.lower()}: "
+              f"{config.experimental.get_device_details(d).get('device_name', d.name)}"
+              for d in config.list_physical_devices() if d.device_type != "CPU"}
+  torch = sys.modules.get("torch")
+  if torch is not None and torch.cuda.is_available():
+    found |= {f"gpu: {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count())}
+  return sorted(found)
+
+
 def run(quick: bool = False, out_dir: str = "out",
-        benchmarks: Sequence[str] = BENCHMARKS) -> dict:
-  """Runs the benchmarks in-process; returns ``{name: payload}`` plus a summary."""
+        benchmarks: Sequence[str] = BENCHMARKS, command: str | None = None) -> dict:
+  """Runs the benchmarks in-process; returns ``{name: payload}`` plus a summary (with the
+  date, the command line and the accelerators: what `docs_tables` puts on the page)."""
   results, seconds = {}, {}
   for name in benchmarks:
     module = importlib.import_module(f"crossgrad.benchmarks.{name}")
@@ -56,21 +98,26 @@ def run(quick: bool = False, out_dir: str = "out",
                                **module.settings(quick))
     seconds[name] = time.perf_counter() - start
   summary = {"title": "crossgrad benchmarks: headline figures", "quick": quick,
-             "seconds": seconds, "headlines": _headlines(results)}
+             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+             "command": command, "accelerators": accelerators(), "seconds": seconds,
+             "headlines": _headlines(results)}
   timing.write_json(os.path.join(out_dir, "summary.json"), summary)
   return {**results, "summary": summary}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip())
-  parser.add_argument("--quick", action="store_true", help="Every benchmark's quick mode.")
-  parser.add_argument("--out_dir", default="out", help="Where the JSON files go.")
-  parser.add_argument("--only", default=None,
-                      help=f"Comma-separated subset of {','.join(BENCHMARKS)}.")
-  args = parser.parse_args(argv)
-  run(args.quick, args.out_dir, args.only.split(",") if args.only else BENCHMARKS)
-  return 0
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_bool("quick", False, "Every benchmark's quick mode.")
+  flags.DEFINE_string("out_dir", "out", "Where the JSON files go.")
+  flags.DEFINE_list("only", None, f"Subset of {','.join(BENCHMARKS)}.")
+
+
+def main(argv):
+  del argv  # Unused.
+  run(FLAGS.quick, FLAGS.out_dir, FLAGS.only or BENCHMARKS,
+      command=" ".join(["python -m crossgrad.benchmarks.run_all", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  define_flags()
+  app.run(main)

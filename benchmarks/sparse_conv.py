@@ -26,6 +26,8 @@ loops, at 8-200 ms a call, hardly notice.)
 
 from __future__ import annotations
 
+from absl import app
+from absl import flags
 import numpy as np
 
 import crossgrad as cg
@@ -254,7 +256,8 @@ def settings(quick: bool) -> dict:
 
 def run(quick: bool = False, repeats: int = 9, fractions=(0.01, 0.05, 0.2), n_out: int = 16,
         json_path: str | None = None) -> dict:
-  """Every section at the issue's sizes (``quick``: tiny ones); prints, writes JSON."""
+  """Every section at the issue's sizes (``quick``: tiny ones); prints the tables and
+  returns (and writes as JSON, with the environment) one flat table per section."""
   if quick:
     loop_shape, dense_shape, reps = (24, 24, 3), (48, 48, 4), 3
   else:
@@ -263,59 +266,61 @@ def run(quick: bool = False, repeats: int = 9, fractions=(0.01, 0.05, 0.2), n_ou
   reuse = [sparse_layer.compare_reuse(loop_shape, 5, n_out, fraction, reps)
            for fraction in fractions]
   dense = compare_dense(dense_shape, 3, dense_shape[2], fractions, reps)
-  report = {"loops": loops, "reuse": reuse, "dense": dense,
-            "break_even": {name: break_even(dense, name) for name in ("jax", "tensorflow")}}
-  _print(report)
-  header, rows = sparse_layer.table(reuse)
-  timing.emit(f"\none layer, rulebook built beforehand, vs the floor: {loop_shape}, f=5, "
-              f"n_out={n_out}", header, rows, json_path, report)
-  return report
+  sections = {
+      "loops": (f"sparse_q vs seed 001 loops: {loop_shape}, f=5", *_loop_table(loops)),
+      "dense": (f"sparse_conv2d vs dense conv, forward+backward: {dense_shape}, f=3, "
+                f"n_out={dense_shape[2]}", *_dense_table(dense)),
+      "rows": (f"one layer, rulebook built beforehand, vs the floor: {loop_shape}, f=5, "
+               f"n_out={n_out}", *sparse_layer.table(reuse))}
+  payload = {"title": "sparse convolution: seed loops, dense convolution, reused rulebooks",
+             "break_even": {name: break_even(dense, name) for name in ("jax", "tensorflow")}}
+  for key, (title, header, rows) in sections.items():
+    timing.emit("\n" + title, header, rows, None)
+    payload[key] = [dict(zip(header, row)) for row in rows]
+  print("break-even active fraction: " + ", ".join(
+      f"{k} {v}" for k, v in payload["break_even"].items()))
+  if json_path:
+    timing.write_json(json_path, payload)
+  return payload
 
 
 def main(argv):
   del argv
-  from absl import flags  # pylint: disable=g-import-not-at-top
   run(flags.FLAGS.quick, flags.FLAGS.repeats, [float(v) for v in flags.FLAGS.fractions],
       flags.FLAGS.n_out, flags.FLAGS.json)
 
 
-def _ratio(value: float) -> str:
-  return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x"
-
-
-def _print(report: dict):
-  loops = report["loops"]
-  print(f"\nsparse_q vs seed 001 loops: {tuple(loops[0]['shape'])}, f={loops[0]['f']}")
-  print(f"{'active':>8}{'sites':>7}{'out':>7}{'':>12}{'forward ms':>12}{'x loops':>9}"
-        f"{'backward ms':>13}{'x loops':>9}")
+def _loop_table(loops):
+  header = ("active", "sites", "out sites", "variant", "forward ms", "forward x loops",
+            "backward ms", "backward x loops")
+  rows = []
   for r in loops:
     speedup = dict(r["speedup"], **{f"floor_{p}": v for p, v in r["floor_speedup"].items()})
     for name in ("loops", "numpy", "jax", "tensorflow", "floor"):
-      fwd, bwd = r["seconds"][f"{name}_forward"], r["seconds"][f"{name}_backward"]
-      ratio = lambda part, name=name, speedup=speedup: (
-          "" if name == "loops" else _ratio(speedup[f"{name}_{part}"]))
-      print(f"{r['fraction']:8.0%}{r['active']:7d}{r['output_sites']:7d}{name:>12}"
-            f"{fwd * 1e3:12.2f}{ratio('forward'):>9}{bwd * 1e3:13.2f}{ratio('backward'):>9}")
-  dense = report["dense"]
-  print(f"\nsparse_conv2d vs dense conv, forward+backward: {tuple(dense[0]['shape'])}, "
-        f"f={dense[0]['f']}, n_out={dense[0]['n_out']}")
-  print(f"{'active':>8}{'out sites':>11}{'framework':>12}{'sparse ms':>11}{'dense ms':>10}"
-        f"{'speedup':>9}")
-  for r in dense:
-    for name in ("jax", "tensorflow"):
-      print(f"{r['fraction']:8.0%}{r['output_sites']:11d}{name:>12}"
-            f"{r['seconds'][f'{name}_sparse'] * 1e3:11.2f}"
-            f"{r['seconds'][f'{name}_dense'] * 1e3:10.2f}{r['speedup'][name]:8.2f}x")
-  print("break-even active fraction: " + ", ".join(
-      f"{k} {v}" for k, v in report["break_even"].items()))
+      ratios = [None if name == "loops" else speedup[f"{name}_{part}"]
+                for part in ("forward", "backward")]
+      rows.append((f"{r['fraction']:.0%}", r["active"], r["output_sites"], name,
+                   r["seconds"][f"{name}_forward"] * 1e3, ratios[0],
+                   r["seconds"][f"{name}_backward"] * 1e3, ratios[1]))
+  return header, rows
 
 
-if __name__ == "__main__":
-  from absl import app  # pylint: disable=g-import-not-at-top
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  flags.DEFINE_bool("quick", False, "Tiny sizes, 3 repeats (smoke test).")
+def _dense_table(dense):
+  header = ("active", "out sites", "framework", "sparse ms", "dense ms", "dense / sparse")
+  rows = [(f"{r['fraction']:.0%}", r["output_sites"], name, r["seconds"][f"{name}_sparse"] * 1e3,
+           r["seconds"][f"{name}_dense"] * 1e3, r["speedup"][name])
+          for r in dense for name in ("jax", "tensorflow")]
+  return header, rows
+
+
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  timing.define_common_flags("sparse_conv")
   flags.DEFINE_integer("repeats", 9, "Interleaved rounds per comparison.")
   flags.DEFINE_integer("n_out", 16, "Output channels of the reused-rulebook layer.")
   flags.DEFINE_list("fractions", ["0.01", "0.05", "0.2"], "Active fractions to measure.")
-  flags.DEFINE_string("json", "out/sparse_conv.json", "Where to write the JSON.")
+
+
+if __name__ == "__main__":
+  define_flags()
   app.run(main)

@@ -19,6 +19,8 @@ backward (forward+backward minus forward).
 
 from __future__ import annotations
 
+from absl import app
+from absl import flags
 import numpy as np
 
 import crossgrad as cg
@@ -145,36 +147,39 @@ def settings(quick: bool) -> dict:
 
 
 def run(shape, fraction: float, f: int, repeats: int, json_path: str | None = None) -> dict:
+  """Prints both tables; returns (and writes as JSON, with the environment) their rows."""
   result = measure(shape, fraction, f, repeats)
   s = result["seconds"]
   rows = [(name, s[f"{key}_sparse"] * 1e3, s[f"{key}_dense"] * 1e3, result["speedup"][key])
           for key, name in (("jax", "JAX (lax.conv_general_dilated)"),
                             ("tf", "TF (tf.nn.conv2d, XLA)"))]
+  header = ("framework", "sparse ms", "dense ms", "dense / sparse")
   title = (f"{LAYERS}-layer submanifold network, {'x'.join(map(str, shape))}, f={f}, "
            f"{fraction:.0%} active ({result['active']} sites), forward+backward vs dense")
-  timing.emit(title, ("framework", "sparse ms", "dense ms", "dense / sparse"), rows, None)
+  timing.emit(title, header, rows, None)
   p = result["parts_seconds"]
   parts = {"rulebook": p["rulebook"], f"Q ({LAYERS} submanifold_q)": p["Q"],
            f"matmul ({LAYERS} Q @ W + b)": p["matmul"],
            "rest of forward (ReLU, masks, loss)": p["forward"] - p["rulebook"] - p["Q"]
-           - p["matmul"], "backward (step - forward)": p["step"] - p["forward"]}
+           - p["matmul"], "backward (step - forward)": p["step"] - p["forward"],
+           "forward+backward step": p["step"]}
+  part_header = ("part", "ms", "share of step")
   part_rows = [(name, t * 1e3, t / p["step"]) for name, t in parts.items()]
-  part_rows.append(("forward+backward step", p["step"] * 1e3, 1.0))
-  timing.emit("where the sparse step's time goes (JAX, each part jitted alone)",
-              ("part", "ms", "share of step"), part_rows, json_path,
-              {"network": result, "parts": parts})
-  return result
+  timing.emit("where the sparse step's time goes (JAX, each part jitted alone)", part_header,
+              part_rows, None)
+  payload = {"title": title, "active": result["active"], "layers": LAYERS,
+             "rows": [dict(zip(header, row)) for row in rows],
+             "parts": [dict(zip(part_header, row)) for row in part_rows]}
+  if json_path:
+    timing.write_json(json_path, payload)
+  return payload
 
 
 def main(argv):
   del argv
-  from absl import flags  # pylint: disable=g-import-not-at-top
   run(json_path=flags.FLAGS.json, **settings(flags.FLAGS.quick))
 
 
 if __name__ == "__main__":
-  from absl import app  # pylint: disable=g-import-not-at-top
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  flags.DEFINE_bool("quick", False, "Small sizes, few repeats (smoke test).")
-  flags.DEFINE_string("json", "out/sparse_network.json", "Where to write the JSON.")
+  timing.define_common_flags("sparse_network")
   app.run(main)

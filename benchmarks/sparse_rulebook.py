@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from absl import app
+from absl import flags
 import numpy as np
 
 import crossgrad as cg
@@ -131,32 +133,31 @@ def settings(quick: bool) -> dict:
 
 
 def run(cases: Sequence[tuple], repeats: int, json_path: str | None = None) -> dict:
-  rows = [compare(shape, f, fraction, repeats) for shape, f, fraction in cases]
-  table = []
-  for r in rows:
+  """Prints the table; returns (and writes as JSON, with the environment) its rows."""
+  results = [compare(shape, f, fraction, repeats) for shape, f, fraction in cases]
+  rows = []
+  for r in results:
     s = r["seconds"]
-    best = min(("grid", "sort"), key=lambda k: s[f"sparse/{k}"])
     search = min(s["submanifold/search_scan_unrolled"], s["submanifold/search_sort"])
-    table.append(("x".join(map(str, r["shape"])), r["f"], f"{r['fraction']:.0%}", r["active"],
-                  s["sparse/grid"] * 1e3, s["sparse/sort"] * 1e3, best,
-                  s["submanifold/grid"] * 1e3, search * 1e3,
-                  "grid" if s["submanifold/grid"] <= search else "sort"))
-  header = ("shape", "f", "active", "sites", "sparse grid ms", "sparse unique ms", "faster",
-            "submanifold grid ms", "submanifold search ms", "faster ")
-  timing.emit("rulebook construction alone (jitted JAX, warm calls)", header, table, json_path,
-              {"cases": rows})
-  return {"rows": rows}
+    rows.append(("x".join(map(str, r["shape"])), r["f"], f"{r['fraction']:.0%}", r["active"],
+                 s["sparse/grid"] * 1e3, s["sparse/sort"] * 1e3,
+                 s["sparse/sort"] / s["sparse/grid"], s["submanifold/grid"] * 1e3,
+                 search * 1e3, search / s["submanifold/grid"]))
+  header = ("shape", "f", "active", "sites", "sparse grid ms", "sparse unique ms",
+            "unique / grid", "submanifold grid ms", "submanifold search ms", "search / grid")
+  title = "rulebook construction alone (jitted JAX, warm calls)"
+  timing.emit(title, header, rows, None)
+  payload = {"title": title, "rows": [dict(zip(header, row)) for row in rows]}
+  if json_path:
+    timing.write_json(json_path, payload)
+  return payload
 
 
 def main(argv):
   del argv
-  from absl import flags  # pylint: disable=g-import-not-at-top
   run(json_path=flags.FLAGS.json, **settings(flags.FLAGS.quick))
 
 
 if __name__ == "__main__":
-  from absl import app  # pylint: disable=g-import-not-at-top
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  flags.DEFINE_bool("quick", False, "Small sizes, few repeats (smoke test).")
-  flags.DEFINE_string("json", "out/sparse_rulebook.json", "Where to write the JSON.")
+  timing.define_common_flags("sparse_rulebook")
   app.run(main)

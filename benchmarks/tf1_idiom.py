@@ -14,15 +14,17 @@ speedup, idiom time / crossgrad time, measured interleaved.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from typing import Sequence
 
+from absl import app
+from absl import flags
 import numpy as np
 import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.benchmarks import overhead, timing
+
+FLAGS = flags.FLAGS
 
 SIZES = (1_000, 1_000_000)
 QUICK_SIZES = (1_000,)
@@ -97,18 +99,20 @@ def run(sizes: Sequence[int] = SIZES, budget_s: float = 3.0, min_repeats: int = 
   return payload
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip())
-  timing.add_common_flags(parser, "tf1_idiom")
-  parser.add_argument("--sizes", type=timing.parse_ints, default=None,
-                      help="Comma-separated element counts (default 1e3,1e6).")
-  args = parser.parse_args(argv)
-  kwargs = settings(args.quick)
-  if args.sizes:
-    kwargs["sizes"] = args.sizes
-  run(json_path=args.json, **kwargs)
-  return 0
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  timing.define_common_flags("tf1_idiom")
+  timing.define_ints("sizes", "Element counts (default 1e3,1e6).")
+
+
+def main(argv):
+  del argv  # Unused.
+  kwargs = settings(FLAGS.quick)
+  if FLAGS.sizes:
+    kwargs["sizes"] = FLAGS.sizes
+  run(json_path=FLAGS.json, **kwargs)
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  define_flags()
+  app.run(main)

@@ -1,8 +1,13 @@
-"""Timing helpers shared by the benchmarks: interleaved medians, environment, output."""
+"""Helpers shared by the benchmarks: interleaved medians, flags, environment, output.
+
+Every benchmark is an absl binary written the same way: ``define_flags()`` (called only
+when the module runs as the program, so importing a benchmark defines no flag), ``main(argv)``
+reading the flags, ``settings(quick)`` and ``run(..., json_path=None)``, a plain
+function that `run_all` and the tests call with explicit arguments.
+"""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -12,6 +17,7 @@ import time
 from typing import Any, Callable, Mapping
 
 import numpy as np
+from absl import flags
 
 
 def interleaved_medians(candidates: Mapping[str, Callable[[], Any]], repeats: int,
@@ -54,15 +60,33 @@ def calibrated_medians(candidates: Mapping[str, Callable[[], Any]], budget_s: fl
   return interleaved_medians(candidates, repeats, warmup=0, number=number), repeats
 
 
-def add_common_flags(parser: argparse.ArgumentParser, name: str):
+def define_common_flags(name: str):
   """``--quick`` and ``--json`` (default ``out/<name>.json``), shared by the benchmarks."""
-  parser.add_argument("--quick", action="store_true", help="Smallest sizes, few repeats.")
-  parser.add_argument("--json", default=f"out/{name}.json", help="Where to write the JSON.")
+  flags.DEFINE_bool("quick", False, "Smallest sizes, few repeats.")
+  flags.DEFINE_string("json", f"out/{name}.json", "Where to write the JSON.")
 
 
 def parse_ints(text: str) -> list[int]:
   """``"1e3,1000000"`` -> ``[1000, 1000000]``."""
   return [int(float(v)) for v in text.split(",") if v]
+
+
+class _IntsParser(flags.ArgumentParser):
+  """Comma-separated integers, ``1e6`` allowed."""
+
+  syntactic_help = "comma-separated integers (1e6 allowed)"
+
+  def parse(self, argument):
+    return parse_ints(argument) if isinstance(argument, str) else list(argument)
+
+  def flag_type(self):
+    return "ints"
+
+
+def define_ints(name: str, help_text: str, flag_values: flags.FlagValues = flags.FLAGS):
+  """A ``--name=1e3,1000000`` flag read as ``[1000, 1000000]`` (default None)."""
+  flags.DEFINE(_IntsParser(), name, None, help_text, flag_values,
+               flags.CsvListSerializer(","))
 
 
 def _cpu_model() -> str:

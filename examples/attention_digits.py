@@ -17,13 +17,16 @@ a PNG of both curves.
 
 from __future__ import annotations
 
-import argparse
 import os
-from typing import Sequence
 
+from absl import app
+from absl import flags
 import numpy as np
 
+FLAGS = flags.FLAGS
+
 CHANNELS = 8
+NOISE = ("shared", "threefry", "framework")
 CLASSES = 10
 
 
@@ -182,28 +185,34 @@ def plot(curves: dict[str, dict[str, list[float]]], path: str):
   plt.close(fig)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, list[float]]]:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--epochs", type=int, default=30)
-  parser.add_argument("--short", action="store_true", help="2 epochs on 400 images")
-  parser.add_argument("--noise", choices=("shared", "threefry", "framework"),
-                      default="shared")
-  parser.add_argument("--lr", type=float, default=0.5)
-  parser.add_argument("--batch-size", type=int, default=64)
-  parser.add_argument("--seed", type=int, default=0)
-  parser.add_argument("--out", default=os.path.join("out", "attention_digits.png"))
-  args = parser.parse_args(argv)
-  epochs = 2 if args.short else args.epochs
-  data, test = load_data(args.seed, 400 if args.short else None)
-  params = init_params(args.seed)
-  order = batches(len(data[1]), args.batch_size, epochs, args.seed)
-  noise = None
-  if args.noise == "shared":
-    rng = np.random.default_rng([args.seed, 1])
-    noise = [[rng.uniform(size=(len(idx), 64, 1)).astype(np.float32) for idx in e]
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_integer("epochs", 30, "Passes over the training set.")
+  flags.DEFINE_bool("short", False, "2 epochs on 400 images.")
+  flags.DEFINE_enum("noise", "shared", NOISE, "Where the masks' uniform noise comes from.")
+  flags.DEFINE_float("lr", 0.5, "SGD learning rate.")
+  flags.DEFINE_integer("batch_size", 64, "Images per batch.")
+  flags.DEFINE_integer("seed", 0, "Seed of the weights, split, batches and noise.")
+  flags.DEFINE_string("out", os.path.join("out", "attention_digits.png"), "The PNG's path.")
+
+
+def run(epochs: int = 30, short: bool = False, noise: str = "shared", lr: float = 0.5,
+        batch_size: int = 64, seed: int = 0,
+        out: str = os.path.join("out", "attention_digits.png")) -> dict:
+  """Trains in both frameworks, prints the curves, plots them to ``out``; returns them."""
+  if noise not in NOISE:
+    raise ValueError(f"noise must be one of {NOISE}, got {noise!r}")
+  epochs = 2 if short else epochs
+  data, test = load_data(seed, 400 if short else None)
+  params = init_params(seed)
+  order = batches(len(data[1]), batch_size, epochs, seed)
+  uniforms = None
+  if noise == "shared":
+    rng = np.random.default_rng([seed, 1])
+    uniforms = [[rng.uniform(size=(len(idx), 64, 1)).astype(np.float32) for idx in e]
              for e in order]
-  generator = "threefry" if args.noise == "threefry" else "philox"
-  curves = {name: train(params, data, test, order, noise, args.lr, args.seed, generator)
+  generator = "threefry" if noise == "threefry" else "philox"
+  curves = {name: train(params, data, test, order, uniforms, lr, seed, generator)
             for name, train in (("tensorflow", train_tensorflow), ("jax", train_jax))}
   print(f"{'epoch':>5}  {'tf train':>9}  {'jax train':>9}  {'tf test':>8}  {'jax test':>8}"
         f"  {'tf acc':>6}  {'jax acc':>7}")
@@ -213,11 +222,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, list[float]]]
           f"{tf_c['test_loss'][e]:8.4f}  {jax_c['test_loss'][e]:8.4f}  "
           f"{tf_c['test_accuracy'][e]:6.3f}  {jax_c['test_accuracy'][e]:7.3f}")
   gap = max(abs(a - b) for k in tf_c for a, b in zip(tf_c[k], jax_c[k]))
-  print(f"noise={args.noise}: largest TF-JAX difference over all curves {gap:.2e}")
-  plot(curves, args.out)
-  print(f"saved {args.out}")
+  print(f"noise={noise}: largest TF-JAX difference over all curves {gap:.2e}")
+  plot(curves, out)
+  print(f"saved {out}")
   return curves
 
 
+def main(argv):
+  del argv  # Unused.
+  run(FLAGS.epochs, FLAGS.short, FLAGS.noise, FLAGS.lr, FLAGS.batch_size, FLAGS.seed, FLAGS.out)
+
+
 if __name__ == "__main__":
-  main()
+  define_flags()
+  app.run(main)

@@ -18,12 +18,14 @@ frameworks start from the same weights and see the same batches, with lambda = 0
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
-from typing import Sequence
 
+from absl import app
+from absl import flags
 import numpy as np
+
+FLAGS = flags.FLAGS
 
 SIZES = (64, 32, 2, 10)  # Pixels -> hidden -> 2-D feature -> class logits.
 BATCH = 64
@@ -218,16 +220,19 @@ def save_plots(results: dict, labels: np.ndarray, out_dir: str) -> list[str]:
   return [features_png, curves_png]
 
 
-def main(argv: Sequence[str] | None = None):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--epochs", type=int, default=30, help="passes over the training set")
-  parser.add_argument("--lam", type=float, default=0.1, help="weight lambda of the center loss")
-  parser.add_argument("--alpha", type=float, default=0.5, help="the paper's center rate alpha")
-  parser.add_argument("--seed", type=int, default=0, help="seed of weights, split, batches")
-  parser.add_argument("--out_dir", default="out", help="where the PNGs go")
-  args = parser.parse_args(argv)
-  results = run(args.epochs, args.lam, args.alpha, args.seed)
-  labels = make_setup(0, 0.0, 0.0, args.seed).y_test
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_integer("epochs", 30, "Passes over the training set.")
+  flags.DEFINE_float("lam", 0.1, "Weight lambda of the center loss.")
+  flags.DEFINE_float("alpha", 0.5, "The paper's center rate alpha.")
+  flags.DEFINE_integer("seed", 0, "Seed of weights, split, batches.")
+  flags.DEFINE_string("out_dir", "out", "Where the PNGs go.")
+
+
+def main(argv):
+  del argv  # Unused.
+  results = run(FLAGS.epochs, FLAGS.lam, FLAGS.alpha, FLAGS.seed)
+  labels = make_setup(0, 0.0, 0.0, FLAGS.seed).y_test
   print(f"{'lambda':>7} {'framework':>10} {'final loss':>11} {'test acc':>9} "
         f"{'compactness':>12}")
   for lam, by_framework in results.items():
@@ -237,9 +242,10 @@ def main(argv: Sequence[str] | None = None):
     tf_losses, jax_losses = (np.array(by_framework[n].losses) for n in ("tensorflow", "jax"))
     print(f"        max |tf - jax| / |tf| over {len(tf_losses)} steps: "
           f"{np.max(np.abs(tf_losses - jax_losses) / np.abs(tf_losses)):.2e}")
-  for path in save_plots(results, labels, args.out_dir):
+  for path in save_plots(results, labels, FLAGS.out_dir):
     print("wrote", path)
 
 
 if __name__ == "__main__":
-  main()
+  define_flags()
+  app.run(main)

@@ -16,12 +16,14 @@ PNG.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
-from typing import Sequence
 
+from absl import app
+from absl import flags
 import numpy as np
+
+FLAGS = flags.FLAGS
 
 N, N_IN, UNITS = 256, 8, 3
 LEARNING_RATE = 0.2  # At 0.5 a weight can overshoot below zero and stay there.
@@ -144,13 +146,16 @@ def run(steps: int, seed: int = 0):
   return problem, fits, reference_solutions(problem)
 
 
-def main(argv: Sequence[str] | None = None):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--steps", type=int, default=200, help="full-batch descent steps")
-  parser.add_argument("--seed", type=int, default=0, help="seed of data and initial weights")
-  parser.add_argument("--out_dir", default="out", help="where the PNG goes")
-  args = parser.parse_args(argv)
-  problem, fits, (nnls, lstsq) = run(args.steps, args.seed)
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  flags.DEFINE_integer("steps", 200, "Full-batch descent steps.")
+  flags.DEFINE_integer("seed", 0, "Seed of data and initial weights.")
+  flags.DEFINE_string("out_dir", "out", "Where the PNG goes.")
+
+
+def main(argv):
+  del argv  # Unused.
+  problem, fits, (nnls, lstsq) = run(FLAGS.steps, FLAGS.seed)
   print(f"least squares: smallest weight {lstsq.min():+.4f} "
         f"({np.sum(lstsq < 0)} of {lstsq.size} negative)")
   print(f"scipy NNLS: {np.sum(nnls == 0)} weights at zero")
@@ -159,8 +164,9 @@ def main(argv: Sequence[str] | None = None):
   for name, fit in fits.items():
     print(f"{name:>10} {fit.losses[-1]:11.6f} {fit.min_applied_weight:17.4f} "
           f"{np.max(np.abs(fit.applied - nnls)):21.2e} {np.sum(fit.kernel <= 0):17d}")
-  print("wrote", save_plot(fits, problem, nnls, lstsq, args.out_dir))
+  print("wrote", save_plot(fits, problem, nnls, lstsq, FLAGS.out_dir))
 
 
 if __name__ == "__main__":
-  main()
+  define_flags()
+  app.run(main)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import time
 
+from absl import app
+from absl import flags
 import numpy as np
 
 import crossgrad as cg
@@ -47,7 +49,7 @@ def init_params(seed: int) -> list[np.ndarray]:
 
 def logits(backend: str, params, h, m, n_valid):
   """One example's class scores, written once against the backend's namespace."""
-  module = cg.backends.base.load(backend)
+  module = getattr(cg, backend)
   xp = module.xp
   w1, b1, w2, b2, w3, b3, w4, b4, w5, b5 = params
   relu = lambda v: xp.where(v > 0, v, xp.zeros_like(v))
@@ -207,7 +209,6 @@ def run(steps: int = 300, batch: int = 16, lr: float = 0.1, seed: int = 0,
 
 def main(argv):
   del argv
-  from absl import flags  # pylint: disable=g-import-not-at-top
   flag = flags.FLAGS
   short = dict(steps=3, batch=4, limit=64, dense_steps=3) if flag.short else dict(
       steps=flag.steps, batch=flag.batch, dense_steps=flag.dense_steps)
@@ -225,8 +226,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  from absl import app  # pylint: disable=g-import-not-at-top
-  from absl import flags  # pylint: disable=g-import-not-at-top
   flags.DEFINE_integer("steps", 300, "Training steps in each framework.")
   flags.DEFINE_integer("batch", 16, "Examples per step.")
   flags.DEFINE_integer("dense_steps", 20, "Steps of the dense network to time.")

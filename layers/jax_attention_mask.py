@@ -6,7 +6,7 @@ from typing import Any
 
 import jax
 
-import crossgrad.backends.jax as cg_jax
+import crossgrad.api.jax as cg_jax
 from crossgrad.registry.errors import CrossgradError
 
 

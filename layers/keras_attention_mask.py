@@ -7,7 +7,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-import crossgrad.backends.tensorflow as cg_tf
+import crossgrad.api.tensorflow as cg_tf
 from crossgrad.registry.errors import CrossgradError
 
 

@@ -1,4 +1,2 @@
-"""Backend-neutral core: op definitions, the registry, the cross-check engine.
-
-Nothing here imports TensorFlow or JAX; backends are loaded by name when used.
-"""
+"""Definitions only: `OpDef`, the op registry, the `xp` contract, errors, input validation
+and the built-in ops. Imports no framework, no backend and no checker."""

@@ -46,8 +46,12 @@ class CrossgradError(ValueError):
     if self.argument is not None:
       where.append(self.argument)
     text = "[crossgrad] " + (", ".join(where) + ": " if where else "") + self.problem
-    if self.expected is not None or self.actual is not None:
+    if self.expected is not None and self.actual is not None:
       text += f": expected {self.expected}, got {self.actual}"
+    elif self.expected is not None:
+      text += f": expected {self.expected}"
+    elif self.actual is not None:
+      text += f": got {self.actual}"
     if self.hint:
       text += f". {self.hint}"
     return text

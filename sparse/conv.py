@@ -14,7 +14,7 @@ from typing import Any
 
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.sparse import rulebook as rulebooks
-from crossgrad.sparse.data import SparseData, validate
+from crossgrad.sparse.data import SparseData, dtype_name, validate
 
 OP = "sparse_conv2d"
 
@@ -76,6 +76,18 @@ def next_ground_state(xp, ground_state, weights, b, kk: int):
   return xp.reshape(xp.matmul(tiled, weights), (weights.shape[1],)) + b
 
 
+def for_backend(backend: str):
+  """`sparse_conv2d` bound to one backend: ``crossgrad.<backend>.sparse_conv2d``."""
+  def bound(x: SparseData, W: Any, b: Any, f: int, *, stride: int = 1,
+            capacity: int | None = None, rulebook: rulebooks.Rulebook | None = None):
+    return sparse_conv2d(backend, x, W, b, f, stride=stride, capacity=capacity,
+                         rulebook=rulebook)
+  bound.__name__ = bound.__qualname__ = "sparse_conv2d"
+  bound.__doc__ = (f"Seed 001's sparse convolution layer in {backend}; see "
+                   "`crossgrad.sparse.conv.sparse_conv2d`.")
+  return bound
+
+
 def check_layer(op: str, backend: str, x: SparseData, W: Any, b: Any,
                 f: int | None) -> tuple[int, int, int]:
   """``(n_in, n_out, f)`` after checking ``x``, the kernel (``f`` None: from its shape,
@@ -105,10 +117,6 @@ def check_layer(op: str, backend: str, x: SparseData, W: Any, b: Any,
   if tuple(int(d) for d in b.shape) != (n_out,):
     fail("bias needs one value per output channel", "b", f"({n_out},)", tuple(b.shape))
   for name, value in (("W", W), ("b", b), ("x.ground_state", x.ground_state)):
-    if _dtype(value) != _dtype(x.M):
-      fail("dtype differs from x.M's", name, _dtype(x.M), _dtype(value))
+    if dtype_name(value) != dtype_name(x.M):
+      fail("dtype differs from x.M's", name, dtype_name(x.M), dtype_name(value))
   return n_in, n_out, f
-
-
-def _dtype(x: Any) -> str:
-  return getattr(x.dtype, "name", str(x.dtype))

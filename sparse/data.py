@@ -31,12 +31,31 @@ def backend_of(*arrays: Any) -> str:
   return "numpy"
 
 
-def _xp(backend: str):
+_REGISTERED_WITH: set[str] = set()
+
+
+def register(backend: str) -> None:
+  """Makes `SparseData` and `Rulebook` containers ``backend``'s transformations see into
+  (JAX pytrees)."""
+  if backend not in _REGISTERED_WITH:
+    from crossgrad.sparse.rulebook import Rulebook  # pylint: disable=g-import-not-at-top
+    for cls in (SparseData, Rulebook):
+      _backend(backend).register_container(cls, cls.flatten, cls.unflatten)
+    _REGISTERED_WITH.add(backend)
+
+
+def _backend(name: str):
   from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
-  return base.load(backend).xp
+  return base.load(name)
 
 
-def _dtype_name(x: Any) -> str:
+def _xp(backend: str):
+  register(backend)
+  return _backend(backend).xp
+
+
+def dtype_name(x: Any) -> str:
+  """The dtype's name ("float32") of a NumPy, TensorFlow or JAX array."""
   return getattr(x.dtype, "name", str(x.dtype))
 
 
@@ -52,7 +71,7 @@ class SparseData:
 
   def __post_init__(self):
     object.__setattr__(self, "dense_shape", tuple(int(d) for d in self.dense_shape))
-    index_type = _dtype_name(self.H)
+    index_type = dtype_name(self.H)
     if index_type not in ("int32", "int64"):
       raise CrossgradError("H must hold integer sites", op="SparseData",
                            backend=backend_of(self.H), argument="H",
@@ -136,7 +155,7 @@ class SparseData:
     return SparseData(xp.take(self.H, keep), xp.take(self.M, keep), self.dense_shape,
                       self.ground_state, int(n))
 
-  # Pytree protocols (JAX's is registered by the JAX backend); rebuilding skips the
+  # Pytree protocols (registered with each backend as it is first used); rebuilding skips the
   # checks, since frameworks rebuild with placeholders.
   def flatten(self) -> tuple[tuple[Any, ...], tuple[int, int, int]]:
     return (self.H, self.M, self.ground_state, self.n_valid), self.dense_shape

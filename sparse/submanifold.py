@@ -55,3 +55,13 @@ def submanifold_conv2d(backend: str, x: SparseData, W: Any, b: Any, *,
   h, w, _ = x.dense_shape
   return SparseData(x.H, m_out, (h, w, n_out),
                     next_ground_state(xp, x.ground_state, weights, b, kk), x.n_valid)
+
+
+def for_backend(backend: str):
+  """`submanifold_conv2d` bound to one backend: ``crossgrad.<backend>.submanifold_conv2d``."""
+  def bound(x: SparseData, W: Any, b: Any, *, rulebook: rulebooks.Rulebook | None = None):
+    return submanifold_conv2d(backend, x, W, b, rulebook=rulebook)
+  bound.__name__ = bound.__qualname__ = "submanifold_conv2d"
+  bound.__doc__ = (f"Submanifold sparse convolution in {backend}; see "
+                   "`crossgrad.sparse.submanifold.submanifold_conv2d`.")
+  return bound

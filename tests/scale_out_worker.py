@@ -10,25 +10,22 @@ every result is compared with the baseline and with the NumPy reference VJP.
   python tests/scale_out_worker.py [--devices=4] [--planted]
 """
 
-import argparse
 import json
 import sys
 
+from absl import app
+from absl import flags
 import numpy as np
 
 from crossgrad.backends import cpu_devices
 
-
-def _parse():
-  parser = argparse.ArgumentParser()
-  parser.add_argument("--devices", type=int, default=4)
-  parser.add_argument("--planted", action="store_true",
-                      help="Also run an op with a wrong backward (must be caught).")
-  return parser.parse_args()
-
-
-ARGS = _parse()
-cpu_devices.configure(ARGS.devices)
+# A script, never imported: its flags are defined and parsed before TensorFlow and JAX
+# start, since they fix their device count then (app.run parses the same argv again).
+_DEVICES = flags.DEFINE_integer("devices", 4, "Logical CPU devices to split the host into.")
+_PLANTED = flags.DEFINE_bool("planted", False,
+                             "Also run an op with a wrong backward (must be caught).")
+flags.FLAGS(sys.argv)
+cpu_devices.configure(_DEVICES.value)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import jax
@@ -37,11 +34,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.registry import crosscheck, validation
+from crossgrad.checker import engine
+from crossgrad.registry import validation
 from crossgrad.registry.ops import BUILTIN
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
-N = ARGS.devices  # Logical CPUs; accelerators, if any, are left out.
+N = _DEVICES.value  # Logical CPUs; accelerators, if any, are left out.
 PER_DEVICE = 2
 DTYPE = "float32"
 STRATEGY = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(N)])
@@ -231,7 +229,7 @@ def _tf_results(op, params, examples, cots, jit):
 
 
 def _errors(got, want):
-  return max((crosscheck.max_relative_error(g, w) for g, w in zip(got, want)), default=0.0)
+  return max((engine.max_relative_error(g, w) for g, w in zip(got, want)), default=0.0)
 
 
 def run_op(op, params, seed):
@@ -272,15 +270,16 @@ def run_op(op, params, seed):
   return rows
 
 
-def main():
-  ops = list(BUILTIN) + ([_planted_op()] if ARGS.planted else [])
+def main(argv):
+  del argv  # Unused.
+  ops = list(BUILTIN) + ([_planted_op()] if _PLANTED.value else [])
   out = {"devices": {"jax": len(jax.devices("cpu")),
                      "tensorflow": len(tf.config.list_logical_devices("CPU"))},
          "ops": []}
   for op in ops:
     for index, params in enumerate(op.param_sets):
       params = op.resolve_params(params)
-      entry = {"op": op.name, "params": crosscheck._params_label(params)}  # pylint: disable=protected-access
+      entry = {"op": op.name, "params": engine._params_label(params)}  # pylint: disable=protected-access
       try:
         entry["rows"] = run_op(op, params, seed=index)
       except Exception as e:  # pylint: disable=broad-except
@@ -291,4 +290,4 @@ def main():
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  app.run(main)

@@ -8,7 +8,7 @@ from crossgrad.benchmarks import bernoulli_mask
 
 def test_smoke_mode_writes_every_ratio(tmp_path):
   path = os.path.join(tmp_path, "bench.json")
-  bernoulli_mask.main(["--smoke", "--json", path])
+  bernoulli_mask.run(smoke=True, json_path=path)
   with open(path) as f:
     results = json.load(f)
   for framework in ("tensorflow", "jax"):

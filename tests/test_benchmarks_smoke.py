@@ -1,11 +1,16 @@
 """Every benchmark runs in its quick mode and writes well-formed JSON (no timing asserts)."""
 
+import ast
+import importlib
+import inspect
 import json
+import pathlib
 
+from absl import flags
 import numpy as np
 
 import crossgrad as cg
-from crossgrad.benchmarks import handwritten, hlo, run_all
+from crossgrad.benchmarks import handwritten, hlo, run_all, timing
 
 HLO_TEXT = """HloModule m, is_scheduled=true
 
@@ -49,10 +54,11 @@ def test_run_all_quick_writes_every_table(tmp_path):
     results = run_all.run(quick=True, out_dir=str(tmp_path))
   finally:
     cg.unregister("t_no_baseline")
-  for name in run_all.BENCHMARKS + ("summary",):
+  assert set(results) == set(run_all.BENCHMARKS) | {"summary"}
+  for name in results:
     payload = json.loads((tmp_path / f"{name}.json").read_text())
     assert payload["environment"]["tensorflow"] and payload["environment"]["jax"]
-    assert set(payload) - {"environment"} == set(results[name])
+    assert set(payload) == set(results[name]) | {"environment"}
 
   overhead = json.loads((tmp_path / "overhead.json").read_text())
   timed = {(r["op"], r["mode"]) for r in overhead["rows"]}
@@ -78,8 +84,21 @@ def test_run_all_quick_writes_every_table(tmp_path):
   assert all(_positive(r["ratio"]) for r in dispatch["rows"])
   assert {"op": "t_no_baseline", "note": "no hand-written baseline"} in dispatch["no_baseline"]
 
+  mask = json.loads((tmp_path / "bernoulli_mask.json").read_text())
+  assert {(f, n) for f, rows in mask["frameworks"].items() for n in rows} == {
+      ("tensorflow", "given_u"), ("tensorflow", "sampled"), ("tensorflow", "threefry"),
+      ("jax", "given_u"), ("jax", "sampled")}
+  assert all(_positive(r["ratio"]) for rows in mask["frameworks"].values()
+             for r in rows.values())
+
+  port = json.loads((tmp_path / "tf1_port_overhead.json").read_text())
+  assert [r["mode"] for r in port["rows"]] == ["tf_eager", "tf_graph", "jax_jit"]
+  assert all(_positive(r["ratio"]) for r in port["rows"])
+
   summary = json.loads((tmp_path / "summary.json").read_text())
   assert summary["quick"] and _positive(summary["headlines"]["overhead_max_ratio_xla"])
+  assert summary["date"].startswith("20") and isinstance(summary["accelerators"], list)
+  assert list(summary["seconds"]) == list(run_all.BENCHMARKS)  # docs_tables' section order.
 
 
 def test_hand_written_baselines_compute_what_the_ops_compute():
@@ -114,3 +133,39 @@ def _merge(op, inputs, diff_inputs):
   for i, x in zip(op.diff_argnums, diff_inputs):
     args[i] = x
   return args
+
+
+def _is_program(path):
+  """Whether the module runs as a program: it has an ``if __name__ == "__main__":``."""
+  return any(isinstance(n, ast.If) and isinstance(n.test, ast.Compare)
+             and getattr(n.test.left, "id", None) == "__name__"
+             for n in ast.parse(path.read_text()).body)
+
+
+def test_run_all_lists_every_benchmark_module():
+  """run_all's lists split benchmarks/ exactly: the programs it runs (and the pending
+  ones) have a main guard and run()/settings(); tools have a main guard; libraries have
+  neither."""
+  folder = pathlib.Path(run_all.__file__).parent
+  present = {p.stem: p for p in folder.glob("*.py") if p.stem not in ("__init__", "run_all")}
+  listed = run_all.BENCHMARKS + run_all.PENDING + run_all.TOOLS + run_all.LIBRARIES
+  assert sorted(listed) == sorted(present)  # Each module once, none missing.
+  assert run_all.BENCHMARKS[0] == "check_cost"
+  for name in run_all.BENCHMARKS + run_all.PENDING + run_all.TOOLS:
+    assert _is_program(present[name]), f"{name} is listed as a benchmark but is no program"
+  for name in run_all.LIBRARIES:
+    assert not _is_program(present[name]), f"{name} runs as a program: list it as a benchmark"
+  for name in run_all.BENCHMARKS:
+    module = importlib.import_module(f"crossgrad.benchmarks.{name}")
+    assert callable(module.run) and set(module.settings(True)) <= set(
+        inspect.signature(module.run).parameters), name
+
+
+def test_sizes_flag_reads_comma_separated_integers():
+  values = flags.FlagValues()
+  timing.define_ints("sizes", "Element counts.", values)
+  values(["prog", "--sizes=1e3,1000000"])
+  assert values.sizes == [1000, 1000000]
+  values.unparse_flags()
+  values(["prog"])
+  assert values.sizes is None

@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.registry import finite_diff, random_bits
+from crossgrad.checker import finite_diff
+from crossgrad.registry import random_bits
 from crossgrad.registry.ops import bernoulli_mask as bm
 
 TF_MODES = ("eager", "graph", "jit")

@@ -85,3 +85,30 @@ def test_glob_semantics():
   assert _glob_matches("*.py", "check.py") and not _glob_matches("*.py", "registry/opdef.py")
   assert _glob_matches("registry/**/*.py", "registry/opdef.py")
   assert _glob_matches("registry/**/*.py", "registry/ops/leaky_relu.py")
+
+
+def _has_main_guard(path):
+  """Whether the module runs as a program: it has an ``if __name__ == "__main__":``."""
+  tree = ast.parse(path.read_text())
+  return any(isinstance(n, ast.If) and isinstance(n.test, ast.Compare)
+             and getattr(n.test.left, "id", None) == "__name__" for n in tree.body)
+
+
+# Programs in benchmarks/ that are no benchmark (run_all.TOOLS), with their binaries' names.
+TOOLS = {"run_all": "run_all_benchmarks", "docs_tables": "benchmark_docs_tables"}
+
+
+def test_benchmark_binaries_follow_one_naming_rule():
+  """Every benchmark program has a py_binary named <module>_benchmark (the tools: as
+  `TOOLS` says), and every py_binary of benchmarks/ is named so."""
+  tree = ast.parse((ROOT / "BUILD").read_text())
+  binaries = {_strings(_keyword(c, "main"))[0]: _strings(_keyword(c, "name"))[0]
+              for c in _calls(tree, "py_binary")}
+  programs = {f"benchmarks/{p.name}" for p in (ROOT / "benchmarks").glob("*.py")
+              if _has_main_guard(p)}
+  assert {"benchmarks/run_all.py", "benchmarks/check_cost.py"} <= programs
+  assert programs == {main for main in binaries if main.startswith("benchmarks/")}
+  for main in programs:
+    module = main[len("benchmarks/"):-len(".py")]
+    expected = TOOLS.get(module, f"{module}_benchmark")
+    assert binaries[main] == expected, f"rename the py_binary of {main} to {expected}"

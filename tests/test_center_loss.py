@@ -11,7 +11,7 @@ import tensorflow as tf
 import crossgrad as cg
 from crossgrad.layers import jax_center_loss
 from crossgrad.layers import keras_center_loss
-from crossgrad.registry import finite_diff
+from crossgrad.checker import finite_diff
 
 BACKENDS = ("numpy", "tensorflow", "jax")
 

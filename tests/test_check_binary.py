@@ -35,10 +35,14 @@ def test_planted_wrong_gradient_exits_non_zero(tmp_path):
           sample=lambda rng: (rng.standard_normal(5),)))
   """))
   result = _check("--module=planted_ops", "--ops=planted_square", "--backends=jax",
-                  "--all_rows=false", env_path=tmp_path)
+                  env_path=tmp_path)
   assert result.returncode == 1
-  failing = [line for line in result.stdout.splitlines() if "FAIL" in line]
+  grid, rows = result.stdout.split("failing rows:")
+  (cell,) = [line for line in grid.splitlines() if "FAIL" in line]  # The reference's column.
+  assert cell.split()[:3] == ["planted_square", "-", "FAIL"]
+  failing = [line for line in rows.splitlines() if "FAIL" in line]
   assert len(failing) == 1 and "planted_square" in failing[0] and " fd " in failing[0]
+  assert "every row:" not in result.stdout
 
 
 def test_bad_flags_exit_with_a_clear_message():

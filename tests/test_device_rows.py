@@ -10,7 +10,7 @@ import pytest
 
 import crossgrad as cg
 from crossgrad.backends import cpu_devices
-from crossgrad.registry import crosscheck
+from crossgrad.checker import engine
 
 NAMES = ["output 0", "dx"]
 MODES = {"tensorflow": {"eager", "graph", "jit"}, "jax": {"eager", "jit"}}
@@ -70,7 +70,7 @@ def test_device_row_fails_when_devices_disagree():
   op = cg.get("leaky_relu")
   outputs = (np.ones((2, 3), np.float32),)
   first = ("cpu:0", (outputs, (np.full((2, 3), 0.2, np.float32),)))
-  row = crosscheck._device_row  # pylint: disable=protected-access
+  row = engine._device_row  # pylint: disable=protected-access
   same = row(op, "-", "jax", "cpu:1", "float32", "jit",
              (outputs, (np.full((2, 3), 0.2, np.float32),)), first, NAMES, 1e-5)
   differs = row(op, "-", "jax", "cpu:1", "float32", "jit",

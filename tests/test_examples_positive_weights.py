@@ -1,6 +1,8 @@
 """The positive-weight example in its short mode, against SciPy's NNLS solver."""
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 
@@ -24,7 +26,9 @@ def test_short_run_solves_nnls_in_both_frameworks(tmp_path):
     assert f.read(8) == b"\x89PNG\r\n\x1a\n" and os.path.getsize(path) > 10_000
 
 
-def test_command_line_short_mode(tmp_path, capsys):
-  positive_weights.main(["--steps=20", f"--out_dir={tmp_path}"])
-  assert "scipy NNLS" in capsys.readouterr().out
+def test_command_line_short_mode(tmp_path):
+  done = subprocess.run(
+      [sys.executable, "-m", "crossgrad.examples.positive_weights", "--steps=20",
+       f"--out_dir={tmp_path}"], capture_output=True, text=True, check=True, timeout=600)
+  assert "scipy NNLS" in done.stdout
   assert os.path.exists(tmp_path / "positive_weights.png")

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from crossgrad.registry import finite_diff
+from crossgrad.checker import finite_diff
 
 RNG = np.random.default_rng(3)
 

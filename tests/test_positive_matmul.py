@@ -13,7 +13,7 @@ import crossgrad as cg
 from crossgrad.layers import jax_positive_dense
 from crossgrad.layers import keras_center_loss
 from crossgrad.layers import keras_positive_dense
-from crossgrad.registry import crosscheck
+from crossgrad.checker import engine
 
 
 def _data(seed=0):
@@ -101,7 +101,7 @@ def test_finite_differences_catch_a_planted_unmasked_gradient():
   planted = dataclasses.replace(op, name="planted_positive_matmul", backward=unmasked)
   rng = np.random.default_rng(0)
   inputs = op.sample(rng)
-  (row,) = crosscheck.finite_difference_rows(planted, {}, inputs)
+  (row,) = engine.finite_difference_rows(planted, {}, inputs)
   assert not row.ok and row.error > 0.1
 
 

@@ -63,3 +63,13 @@ def test_one_cached_function_per_op_and_params():
 def test_register_rejects_non_opdef():
   with pytest.raises(cg.CrossgradError, match="register takes an OpDef"):
     cg.register("leaky_relu")
+
+
+def test_error_message_shows_only_the_known_parts():
+  only_actual = cg.CrossgradError("bad", op="o", argument="a", actual=3)
+  assert str(only_actual) == "[crossgrad] op 'o', a: bad: got 3"
+  only_expected = cg.CrossgradError("bad", argument="a", expected=">= 1")
+  assert str(only_expected) == "[crossgrad] a: bad: expected >= 1"
+  both = cg.CrossgradError("bad", backend="jax", expected=1, actual=2)
+  assert str(both) == "[crossgrad] backend jax: bad: expected 1, got 2"
+  assert "None" not in str(only_actual) + str(only_expected)

@@ -16,11 +16,11 @@ import sys
 
 import pytest
 
-from crossgrad.registry import crosscheck
+from crossgrad.checker import engine
 from crossgrad.registry.ops import BUILTIN
 
 DEVICES = 4
-TOLERANCE = crosscheck.TOLERANCE["float32"]
+TOLERANCE = engine.TOLERANCE["float32"]
 PLACEMENTS = {"jax_single_device", "jax_named_sharding", "jax_named_sharding_unbatched",
               "jax_shard_map", "jax_shard_map_psum", "tf_mirrored", "tf_mirrored_jit",
               "tf_mirrored_all_reduce", "tf_mirrored_all_reduce_jit"}

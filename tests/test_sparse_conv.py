@@ -47,7 +47,7 @@ def _convert(backend, x):
 
 def _two_layers(backend, m, ground_state, h, weights, capacities=(None, None)):
   w1, b1, w2, b2 = (_convert(backend, w) for w in weights)
-  conv = cg.backends.base.load(backend).sparse_conv2d
+  conv = getattr(cg, backend).sparse_conv2d
   x = cg.SparseData(h, m, SEED_DENSE.shape, ground_state)
   y = conv(x, w1, b1, 2, capacity=capacities[0])
   return y, conv(y, w2, b2, 2, capacity=capacities[1])

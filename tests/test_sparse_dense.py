@@ -166,7 +166,7 @@ def test_int64_sites_work_and_float_sites_are_errors(backend):
   h, m, gs = _seed_sparse(backend)
   convert = {"numpy": np.asarray, "tensorflow": tf.constant, "jax": jnp.asarray}[backend]
   wide = cg.SparseData(convert(np.asarray(h).astype(np.int64)), m, (4, 4, 2), gs)
-  conv = cg.backends.base.load(backend).sparse_conv2d
+  conv = getattr(cg, backend).sparse_conv2d
   got = conv(wide, convert(np.ones((2, 2, 2, 4))), convert(np.zeros(4)), 2)
   want = cg.numpy.sparse_conv2d(cg.SparseData(np.asarray(h), np.asarray(m), (4, 4, 2),
                                               np.zeros(2)), np.ones((2, 2, 2, 4)),
@@ -185,7 +185,7 @@ def test_wrong_channel_counts_are_clear_errors(backend):
   with pytest.raises(cg.CrossgradError, match="one value per channel"):
     cg.SparseData(h, m, (4, 4, 2), np.zeros(3))
   x = cg.SparseData(h, m, (4, 4, 2), gs)
-  conv = cg.backends.base.load(backend).sparse_conv2d
+  conv = getattr(cg, backend).sparse_conv2d
   with pytest.raises(cg.CrossgradError, match="kernel does not match") as e:
     conv(x, np.zeros((2, 2, 3, 4)), np.zeros(4), 2)
   assert e.value.op == "sparse_conv2d" and e.value.argument == "W"

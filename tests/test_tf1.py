@@ -4,6 +4,7 @@ the oracle for the drop-in py_func in TF2 and for the ported op in TF2 and JAX."
 import gc
 import importlib.util
 import pathlib
+import sys
 
 import jax
 import numpy as np
@@ -13,20 +14,26 @@ from tensorflow.python.framework import ops as tf_ops
 
 import crossgrad as cg
 from crossgrad import tf1
+from crossgrad.tf1 import drop_in
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata"
 
 
 def _load(name):
-  spec = importlib.util.spec_from_file_location(f"crossgrad_fixture_{name}",
-                                                TESTDATA / f"{name}.py")
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
+  """Each fixture once per process (some register gradients under fixed names)."""
+  key = f"crossgrad_fixture_{name}"
+  if key not in sys.modules:
+    spec = importlib.util.spec_from_file_location(key, TESTDATA / f"{name}.py")
+    sys.modules[key] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules[key])
+  return sys.modules[key]
 
 
 ADD = _load("legacy_add")
 SQUARE_CUBE = _load("legacy_square_cube")
+TWO = _load("legacy_two_outputs")
+F64 = _load("legacy_float64_nested")
+INT = _load("legacy_int_inputs")
 SEED_SQUARE_GRAD = getattr(SQUARE_CUBE, "_MySquareGrad")
 SEED_CUBE_GRAD = getattr(SQUARE_CUBE, "_MyCubeGrad")
 
@@ -89,22 +96,11 @@ def test_drop_in_matches_legacy_graph(mode):
     np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
-def _two_outputs(x, y):
-  return x * y, x - y
-
-
-def _two_outputs_grad(op, g_prod, g_diff):
-  """The several-outputs form grad(op, *grads) (seed 001's sparse conv op)."""
-  x, y = op.inputs[0], op.inputs[1]
-  return g_prod * y + g_diff, g_prod * x - g_diff
-
-
 def _legacy_graph_two_outputs(x, y, cotangents, used):
   graph = tf.Graph()
   with graph.as_default():
     xs = [tf.compat.v1.placeholder(tf.float32, v.shape) for v in (x, y)]
-    outputs = SQUARE_CUBE.py_func(_two_outputs, xs, [tf.float32, tf.float32],
-                                  grad=_two_outputs_grad)
+    outputs = TWO.sort_pair(*xs)
     grads = tf.gradients(outputs[:used], xs, grad_ys=[tf.constant(c)
                                                       for c in cotangents[:used]])
     with tf.compat.v1.Session(graph=graph) as session:
@@ -116,14 +112,15 @@ def _legacy_graph_two_outputs(x, y, cotangents, used):
 def test_several_outputs_match_legacy_graph(mode, used):
   x, y, g1, g2 = _arrays(2, 4)
   oracle = _legacy_graph_two_outputs(x, y, [g1, g2], used)
-  expected = [g1 * y + g2, g1 * x - g2] if used == 2 else [g1 * y, g1 * x]
+  low = (x <= y).astype(np.float32)  # Each gradient goes to the input that won.
+  g2 = g2 if used == 2 else np.zeros_like(g2)
+  expected = [g1 * low + g2 * (1 - low), g1 * (1 - low) + g2 * low]
   for a, b in zip(oracle, expected):
     np.testing.assert_allclose(a, b, rtol=1e-6)
   if mode == "graph":
-    got = tf1.legacy_vjp(_two_outputs, _two_outputs_grad, [x, y],
-                         [g1, g2 if used == 2 else np.zeros_like(g2)])[1]
+    got = tf1.legacy_vjp(TWO.sorted_pair, TWO.sorted_pair_grad, [x, y], [g1, g2])[1]
   else:
-    got = _drop_in_grads(mode, _two_outputs, _two_outputs_grad, [x, y], [g1, g2],
+    got = _drop_in_grads(mode, TWO.sorted_pair, TWO.sorted_pair_grad, [x, y], [g1, g2],
                          [tf.float32, tf.float32], n_outputs=used)
   for a, b in zip(got, oracle):
     np.testing.assert_allclose(a, b, rtol=1e-6)
@@ -149,13 +146,13 @@ def test_wrong_number_of_gradients_in_a_port():
 def test_no_random_names_and_no_state_left_behind():
   gc.collect()
   registered = len(tf_ops._gradient_registry.list())  # pylint: disable=protected-access
-  tables = len(tf1._GRAPH_GRADS)  # pylint: disable=protected-access
+  tables = len(drop_in._GRADS)  # pylint: disable=protected-access
   c, k, d, g = _arrays(5, 4)
   for _ in range(3):
     tf1.legacy_vjp(ADD.forward_func, ADD.backprop_func, [c, k, d], [g])
   gc.collect()
   assert len(tf_ops._gradient_registry.list()) == registered  # pylint: disable=protected-access
-  assert len(tf1._GRAPH_GRADS) == tables  # pylint: disable=protected-access
+  assert len(drop_in._GRADS) == tables  # pylint: disable=protected-access
   # The seed's helper, by contrast, registers a new random name on every call.
   _legacy_graph_add(c, k, d, g)
   assert len(tf_ops._gradient_registry.list()) == registered + 1  # pylint: disable=protected-access
@@ -223,12 +220,13 @@ def test_ported_op_passes_the_cross_check(name):
 
 
 def test_port_with_several_outputs_matches_legacy_graph():
-  op = tf1.port("tf1_test_two_outputs", _two_outputs, _two_outputs_grad, num_outputs=2,
+  op = tf1.port("tf1_test_two_outputs", TWO.sorted_pair, TWO.sorted_pair_grad, num_outputs=2,
                 sample=lambda rng: tuple(rng.standard_normal((3, 2)) for _ in range(2)),
                 register=False)
   assert cg.cross_check([op], dtypes=("float32", "float64")).ok
   x, y, g1, g2 = _arrays(8, 4)
-  oracle_out, oracle_grads = tf1.legacy_vjp(_two_outputs, _two_outputs_grad, [x, y], [g1, g2])
+  oracle_out, oracle_grads = tf1.legacy_vjp(TWO.sorted_pair, TWO.sorted_pair_grad, [x, y],
+                                            [g1, g2])
   for backend in ("tensorflow", "jax"):
     outputs, grads = getattr(cg, backend).evaluate(op, {}, [x, y], [g1, g2], mode="eager")
     for a, b in zip(list(outputs) + list(grads), oracle_out + oracle_grads):
@@ -309,16 +307,16 @@ def test_ported_jax_gradients_match_legacy_graph(jax_backward, jit):
     np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
-def test_auto_picks_a_callback_where_the_grad_calls_py_func():
+def test_auto_picks_native_or_a_callback_where_the_grad_calls_py_func():
   cube = tf1.port("tf1_test_cube_auto", register=False, **PORTS["tf1_test_cube"])
   square = tf1.port("tf1_test_square_auto", register=False, **PORTS["tf1_test_square"])
   x = np.linspace(1.0, 2.0, 5).astype(np.float32)
   for op, derivative in ((cube, 3 * x**2), (square, 2 * x)):
     g = jax.jit(jax.grad(lambda v, op=op: cg.jax.get(op)(v).sum()))(x)
     np.testing.assert_allclose(g, derivative, rtol=1e-6)
-  flat = [tf.constant(x)] * 3  # The input, the output and the upstream gradient.
-  assert cube.forward.port.uses_py_func(flat)
-  assert not square.forward.port.uses_py_func(flat)
+  flat = [x] * 3  # The input, the output and the upstream gradient.
+  assert cube.forward.port.jax_strategy(flat)[0] == "callback"
+  assert square.forward.port.jax_strategy(flat)[0] == "native"
 
 
 def test_planted_wrong_gradient_fails_the_cross_check():
@@ -375,3 +373,197 @@ def test_grad_reading_graph_collections_is_refused():
 
   with pytest.raises(cg.CrossgradError, match=r"collection_grad.*graph state.*get_collection"):
     tf1.port("tf1_test_collections", np.square, collection_grad, register=False)
+
+
+# More legacy py_func programs: float64 with a py_func inside the gradient, int32 inputs.
+
+
+def _legacy_graph(build, inputs, cotangent):
+  """A legacy program's output and tf.gradients in a tf.compat.v1 graph."""
+  graph = tf.Graph()
+  with graph.as_default():
+    xs = [tf.compat.v1.placeholder(x.dtype, x.shape) for x in inputs]
+    y = build(*xs)
+    grads = tf.gradients(y, xs, grad_ys=tf.constant(cotangent))
+    fetch = [g for g in grads if g is not None]
+    with tf.compat.v1.Session(graph=graph) as session:
+      return session.run((y, fetch), dict(zip(xs, inputs)))
+
+
+def _sigmoid(x):
+  return 1 / (1 + np.exp(-x))
+
+
+@pytest.mark.parametrize("mode", ("eager", "function"))
+def test_float64_py_func_whose_gradient_calls_py_func(mode, monkeypatch):
+  x, g = _arrays(9, 2, shape=(3, 4), dtype=np.float64)
+  oracle = _legacy_graph(F64.softplus, [x], g)
+  np.testing.assert_allclose(oracle[1][0], g * _sigmoid(x), rtol=1e-12)
+  monkeypatch.setattr(F64, "py_func", tf1.py_func)  # The migration: the helper is the drop-in.
+  y, grads = _drop_in_vjp(mode, F64.softplus, [x], g)
+  np.testing.assert_allclose(y, oracle[0], rtol=1e-12)
+  np.testing.assert_allclose(grads[0], oracle[1][0], rtol=1e-12)
+  forward, grad = F64._softplus, F64._softplus_grad  # pylint: disable=protected-access
+  op = tf1.port("tf1_test_softplus", forward, grad,
+                sample=lambda rng: (rng.standard_normal((3, 4)),), register=False)
+  report = cg.cross_check([op], dtypes=("float64",))
+  assert report.ok, report.table(failures_only=True)
+  assert op.forward.port.jax_strategy([x, x, g])[0] == "callback"
+  _, jax_grads = cg.jax.evaluate(op, {}, [x], [g], mode="jit")
+  np.testing.assert_allclose(jax_grads[0], oracle[1][0], rtol=1e-12)
+
+
+def _drop_in_vjp(mode, build, inputs, cotangent):
+  def run(xs, c):
+    with tf.GradientTape() as tape:
+      tape.watch(xs)
+      y = build(*xs)
+    return y, tape.gradient(y, xs, output_gradients=c)
+
+  if mode == "function":
+    run = tf.function(run, autograph=False)
+  y, grads = run([tf.constant(x) for x in inputs], tf.constant(cotangent))
+  return y.numpy(), [None if v is None else v.numpy() for v in grads]
+
+
+@pytest.mark.parametrize("mode", ("eager", "function"))
+def test_int32_inputs(mode, monkeypatch):
+  rng = np.random.default_rng(10)
+  params = rng.standard_normal((5, 3)).astype(np.float32)
+  ids = np.array([4, 0, 4, 2], np.int32)
+  g = rng.standard_normal((4, 3)).astype(np.float32)
+  expected = np.zeros_like(params)
+  np.add.at(expected, ids, g)
+  oracle = _legacy_graph(INT.embed, [params, ids], g)
+  np.testing.assert_allclose(oracle[1][0], expected, rtol=1e-6)
+  assert len(oracle[1]) == 1  # The ids get no gradient.
+  monkeypatch.setattr(INT, "py_func", tf1.py_func)
+  y, grads = _drop_in_vjp(mode, INT.embed, [params, ids], g)
+  np.testing.assert_array_equal(y, params[ids])
+  np.testing.assert_allclose(grads[0], expected, rtol=1e-6)
+  assert grads[1] is None
+  op = tf1.port("tf1_test_lookup", INT.lookup, INT.lookup_grad, nondiff=("ids",),
+                output_shapes=lambda p, i: [i + p[1:]],
+                sample=lambda r: (r.standard_normal((5, 3)), r.integers(0, 5, (4,))),
+                register=False)
+  report = cg.cross_check([op], dtypes=("float32",))
+  assert report.ok, report.table(failures_only=True)
+  assert op.forward.port.jax_strategy([params, ids, params[ids], g])[0] == "native"
+  _, jax_grads = cg.jax.evaluate(op, {}, [params, ids], [g], mode="jit")
+  np.testing.assert_allclose(jax_grads[0], expected, rtol=1e-6)
+
+
+# A graph with the drop-in survives import_graph_def.
+
+
+def test_drop_in_graph_survives_import_graph_def():
+  c, k, d, g = _arrays(11, 4)
+  graph = tf.Graph()
+  with graph.as_default():
+    xs = [tf.compat.v1.placeholder(tf.float32, c.shape, name=n) for n in "ckd"]
+    tf.identity(tf1.py_func(ADD.forward_func, xs, [tf.float32], grad=ADD.backprop_func)[0],
+                name="e")
+  copy = tf.Graph()
+  with copy.as_default():
+    xs = [tf.compat.v1.placeholder(tf.float32, c.shape) for _ in "ckd"]
+    e, = tf.import_graph_def(graph.as_graph_def(), input_map={f"{n}:0": x
+                                                              for n, x in zip("ckd", xs)},
+                             return_elements=["e:0"])
+    grads = tf.gradients(e, xs, grad_ys=tf.constant(g))
+    with tf.compat.v1.Session(graph=copy) as session:
+      got = session.run(grads, dict(zip(xs, (c, k, d))))
+  for a, b in zip(got, _seed_formula(c, k, d, g)):
+    np.testing.assert_allclose(a, b, rtol=1e-6)
+  # Once the graph that made the py_func is gone, its gradient is a clear error.
+  graph_def = graph.as_graph_def()
+  del graph
+  gc.collect()
+  with tf.Graph().as_default():
+    xs = [tf.compat.v1.placeholder(tf.float32, c.shape) for _ in "ckd"]
+    e, = tf.import_graph_def(graph_def, input_map={f"{n}:0": x for n, x in zip("ckd", xs)},
+                             return_elements=["e:0"])
+    with pytest.raises(cg.CrossgradError, match="not known in this process"):
+      tf.gradients(e, xs)
+
+
+# XLA: host code is refused with a CrossgradError naming the op and the reason.
+
+
+def test_host_code_is_refused_under_xla():
+  c, k, d, _ = _arrays(12, 4)
+  add = cg.tensorflow.get(tf1.port("tf1_test_add_xla", ADD.forward_func, ADD.backprop_func,
+                                   gradient="surrogate", register=False))
+  with pytest.raises(cg.CrossgradError, match=r"tf1_test_add_xla.*XLA.*NumPy code"):
+    tf.function(add, jit_compile=True)(c, k, d)
+  square = lambda x: tf1.py_func(np.square, [x], [tf.float32], name="under_xla",  # noqa: E731
+                                 grad=SEED_SQUARE_GRAD)[0]
+  with pytest.raises(cg.CrossgradError, match=r"under_xla.*XLA.*NumPy code"):
+    tf.function(square, jit_compile=True)(c)
+
+  def host_grad(op, grad):
+    return grad * tf1.py_func(np.cos, [op.inputs[0]], [grad.dtype])[0]
+
+  op = tf1.port("tf1_test_sign_host_grad", "Sign", host_grad, register=False)
+  assert "calls py_func" in op.unsupported_modes["tensorflow:jit"]
+  sign = cg.tensorflow.get(op)
+
+  def value_and_grad(x):
+    with tf.GradientTape() as tape:
+      tape.watch(x)
+      y = sign(x)
+    return tape.gradient(y, x)
+
+  np.testing.assert_allclose(value_and_grad(tf.constant(c)).numpy(), np.cos(c), rtol=1e-6)
+  with pytest.raises(cg.CrossgradError, match=r"tf1_test_sign_host_grad.*XLA.*calls py_func"):
+    tf.function(value_and_grad, jit_compile=True)(c)
+
+
+# JAX twins of host ports: vmap works; second derivatives are a clear error.
+
+
+def test_host_port_twins_vmap_and_refuse_second_derivatives():
+  op = tf1.port("tf1_test_square_host", np.square, SEED_SQUARE_GRAD, input_names=("x",),
+                register=False)
+  square = cg.jax.get(op)
+  xs = _arrays(13, 1, shape=(4, 3))[0]
+  grad = jax.grad(lambda v: square(v).sum())
+  np.testing.assert_allclose(jax.jit(jax.vmap(grad))(xs), 2 * xs, rtol=1e-6)
+  with pytest.raises(cg.CrossgradError,
+                     match=r"tf1_test_square_host.*second derivatives.*NumPy forward"):
+    jax.grad(lambda v: grad(v).sum())(xs[0])
+  for how in ("call_tf", "callback"):
+    op = tf1.port(f"tf1_test_square_{how}", "Identity", SEED_SQUARE_GRAD, jax_backward=how,
+                  register=False)
+    fn = cg.jax.get(op)
+    grad = jax.grad(lambda v, fn=fn: fn(v).sum())
+    np.testing.assert_allclose(jax.vmap(grad)(xs), 2 * xs, rtol=1e-6)
+    with pytest.raises(cg.CrossgradError, match=rf"tf1_test_square_{how}.*second deriv"):
+      jax.grad(lambda v, grad=grad: grad(v).sum())(xs[0])
+
+
+def test_drop_in_in_a_keras_model():
+  """Keras needs static shapes: set them on the drop-in's outputs, as TF1 code did."""
+  import keras  # pylint: disable=g-import-not-at-top
+
+  class PyFuncSquare(keras.layers.Layer):
+    def call(self, x):
+      y = tf1.py_func(np.square, [x], [tf.float32], grad=SEED_SQUARE_GRAD)[0]
+      y.set_shape(x.shape)
+      return y
+
+  class TFSquare(keras.layers.Layer):
+    def call(self, x):
+      return tf.square(x)
+
+  rng = np.random.default_rng(14)
+  x, y = rng.standard_normal((16, 3)), rng.standard_normal((16, 1))
+  weights = []
+  for square in (PyFuncSquare, TFSquare):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4), square(),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    weights.append(model.get_weights())
+  for a, b in zip(*weights):
+    np.testing.assert_allclose(a, b, rtol=1e-5)

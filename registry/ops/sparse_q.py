@@ -24,7 +24,6 @@ import numpy as np
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.op_registry import register
 from crossgrad.registry.opdef import OpDef
-from crossgrad.sparse import rulebook
 
 _INTEGER = ("int32", "int64")
 
@@ -82,21 +81,27 @@ def _check_inputs(specs):
 
 
 def _sample(rng):
-  """Seven active sites (two rows of padding) of a 5x5x2 input, f=2, with padded rows."""
-  from crossgrad.sparse.data import SparseData  # pylint: disable=g-import-not-at-top
-  ground_state = rng.standard_normal(2)
-  dense = np.broadcast_to(ground_state, (5, 5, 2)).copy()
-  sites = rng.choice(25, size=7, replace=False)
-  dense.reshape(25, 2)[sites] = rng.standard_normal((7, 2))
-  x = SparseData.from_dense(dense, ground_state, capacity=9)
-  book = rulebook.build(_numpy_xp(), x.H, x.n_valid, x.dense_shape, 2,
-                        rulebook.safe_capacity(9, x.dense_shape, 2) + 2)
-  return x.M, x.ground_state, book.h_out, book.dst
+  """Seven active sites (two rows of padding) of a 5x5x2 input, f=2, with padded rows.
 
-
-def _numpy_xp():
-  from crossgrad.backends import numpy as reference  # pylint: disable=g-import-not-at-top
-  return reference.xp
+  The rulebook comes from seed 001's loops over sites and filter positions, in NumPy
+  (independent of `crossgrad.sparse.rulebook`, and needing no backend).
+  """
+  (h, w, n), f, capacity, sites = (5, 5, 2), 2, 9, 7
+  kk = f * f
+  ground_state = rng.standard_normal(n)
+  m = np.zeros((capacity, n))
+  m[:sites] = rng.standard_normal((sites, n))
+  h_out = np.full(((h - f + 1) * (w - f + 1) + 2, 2), -1, np.int32)  # Two padding rows.
+  dst = np.full((capacity, kk), -1, np.int32)
+  rows: dict[tuple[int, int], int] = {}
+  for i, site in enumerate(np.sort(rng.choice(h * w, size=sites, replace=False))):
+    for p in range(kk):
+      out = (site // w - f + 1 + p // f, site % w - f + 1 + p % f)
+      if 0 <= out[0] <= h - f and 0 <= out[1] <= w - f:
+        r = rows.setdefault(out, len(rows))
+        h_out[r] = out
+        dst[i, p] = r * kk + kk - 1 - p
+  return m, ground_state, h_out, dst
 
 
 SPARSE_Q = register(OpDef(

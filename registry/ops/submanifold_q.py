@@ -92,17 +92,21 @@ def _check_inputs(specs):
 
 
 def _sample(rng):
-  """A 6x5x2 input with 9 active sites (2 padding rows), f=3: border, inactive and
-  active neighbours all occur."""
-  from crossgrad.backends import numpy as reference  # pylint: disable=g-import-not-at-top
-  from crossgrad.sparse import rulebook  # pylint: disable=g-import-not-at-top
-  from crossgrad.sparse.data import SparseData  # pylint: disable=g-import-not-at-top
-  ground_state = rng.standard_normal(2)
-  dense = np.broadcast_to(ground_state, (6, 5, 2)).copy()
-  dense.reshape(30, 2)[rng.choice(30, size=9, replace=False)] = rng.standard_normal((9, 2))
-  x = SparseData.from_dense(dense, ground_state, capacity=11)
-  book = rulebook.build_submanifold(reference.xp, x.H, x.n_valid, x.dense_shape, 3)
-  return x.M, x.ground_state, book.dst
+  """A 6x5x2 input with 9 active sites and 2 padding rows, f=3: border, inactive and active
+  neighbours all occur. The table comes from loops over sites and offsets in NumPy
+  (independent of `crossgrad.sparse.rulebook`, and needing no backend)."""
+  (h, w, n), f, capacity, count = (6, 5, 2), 3, 11, 9
+  sites = np.sort(rng.choice(h * w, size=count, replace=False))
+  rows = {int(site): i for i, site in enumerate(sites)}
+  src = np.full((capacity, f * f), -1, np.int32)
+  for i, site in enumerate(sites):
+    for k in range(f * f):
+      u, v = site // w + k // f - 1, site % w + k % f - 1
+      if 0 <= u < h and 0 <= v < w:
+        src[i, k] = rows.get(int(u * w + v), capacity)
+  m = np.zeros((capacity, n))
+  m[:count] = rng.standard_normal((count, n))
+  return m, rng.standard_normal(n), src
 
 
 SUBMANIFOLD_Q = register(OpDef(

@@ -67,13 +67,13 @@ class Report:
     return (f"crossgrad cross-check: {len(self.rows)} checks, {len(self.failures)} failing, "
             f"{self.seconds:.1f} s")
 
-  def table(self, failures_only: bool = False) -> str:
+  def table(self, failures_only: bool = False, summary: bool = True) -> str:
     rows = self.failures if failures_only else self.rows
     cells = [_COLUMNS] + [tuple(_cell(r, c) for c in _COLUMNS) for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(_COLUMNS) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1]
              for line in cells]
-    return "\n".join(lines + [self.summary()])
+    return "\n".join(lines + ([self.summary()] if summary else []))
 
   __str__ = table
 

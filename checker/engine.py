@@ -21,10 +21,11 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from crossgrad.registry import finite_diff, op_registry, validation
+from crossgrad.checker import finite_diff
+from crossgrad.registry import op_registry, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
-from crossgrad.registry.report import Report, Row
+from crossgrad.checker.report import Report, Row
 
 TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
 DEFAULT_BACKENDS = ("tensorflow", "jax")
@@ -184,10 +185,9 @@ def _environment(backends: Iterable[str]) -> dict[str, Any]:
   env = {"python": sys.version.split()[0], "platform": platform.platform(),
          "numpy": np.__version__}
   for name in backends:
-    module = sys.modules.get({"tensorflow": "tensorflow", "jax": "jax"}.get(name, ""))
-    if module is not None:
-      env[name] = module.__version__
-      env[f"{name}_devices"] = _load(name).devices()
+    module = _load(name)
+    env[name] = module.VERSION
+    env[f"{name}_devices"] = module.devices()
   return env
 
 

@@ -1,0 +1,145 @@
+"""What every TF1 port shares: the ``op`` a legacy ``grad(op, *grads)`` reads, calling
+such a grad, looking one up by its registered name, and refusing host code under XLA."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Mapping, Sequence
+
+import tensorflow as tf
+from tensorflow.python.framework import ops as tf_ops
+from tensorflow.python.ops import control_flow_util
+from tensorflow.python.util import deprecation
+
+from crossgrad.registry.errors import CrossgradError
+
+PYFUNC_TYPES = ("PyFunc", "PyFuncStateless", "EagerPyFunc")
+
+
+class LegacyOp:
+  """What a legacy ``grad(op, *grads)`` sees where TF2 and JAX have no graph op.
+
+  Attributes:
+    name: the op's name (the ``name`` given to `py_func`, or the forward's name).
+    inputs: the forward's inputs, as tensors (TF) or arrays (NumPy reference).
+    outputs: the forward's outputs.
+    type: the op type (``"PyFunc"`` for a py_func, ``"Sign"`` for an override of Sign).
+    skip_input_indices: None, as for TF's own eager ops (no input is skipped).
+  """
+
+  skip_input_indices = None
+
+  def __init__(self, name: str, inputs: Sequence[Any], outputs: Sequence[Any],
+               op_type: str = "PyFunc", attrs: Mapping[str, Any] | None = None):
+    self.name = name
+    self.inputs = tuple(inputs)
+    self.outputs = tuple(outputs)
+    self.type = op_type
+    self._attrs = dict(attrs or {})
+
+  def get_attr(self, name: str):
+    if name not in self._attrs:
+      raise CrossgradError(f"the gradient reads op.get_attr({name!r}), unknown outside a "
+                           "tf.compat.v1 graph", op=self.name, argument="op.get_attr",
+                           expected=f"one of {sorted(self._attrs)}", actual=repr(name))
+    return self._attrs[name]
+
+  @property
+  def graph(self):
+    raise CrossgradError(
+        "the gradient reads op.graph, which only exists in a tf.compat.v1 graph",
+        op=self.name, argument="op.graph",
+        hint="Pass what the gradient needs as an input of the py_func instead")
+
+  def __repr__(self) -> str:
+    return f"<crossgrad.tf1.LegacyOp {self.name!r} {self.type} ({len(self.inputs)} inputs)>"
+
+
+def qualname(fn: Any) -> str:
+  return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+def resolve_grad(grad: Any, op: str | None = None) -> Callable[..., Any]:
+  """A legacy gradient: a callable, or a name registered with `tf.RegisterGradient`
+  ("Identity", "Add", or the project's own "GuidedRelu")."""
+  if callable(grad):
+    return grad
+  if isinstance(grad, str):
+    try:
+      found = tf_ops._gradient_registry.lookup(grad)  # pylint: disable=protected-access
+    except LookupError:
+      found = None
+    if found is None:
+      raise CrossgradError(
+          "no gradient is registered under this name", op=op, argument="grad",
+          expected="a name registered with tf.RegisterGradient (e.g. 'Identity')",
+          actual=repr(grad), hint="Import the module that registers it first, or pass "
+                                  "the gradient function itself")
+    return found
+  raise CrossgradError("grad must be callable or a registered gradient name", op=op,
+                       argument="grad", expected="grad(op, *grads) or a name",
+                       actual=type(grad).__name__)
+
+
+def call_grad(grad: Callable[..., Any], op: Any, upstream: Sequence[Any], n_inputs: int,
+              op_name: str) -> list[Any]:
+  """Runs a legacy ``grad(op, *upstream)``; one gradient per input, or a clear error."""
+  result = grad(op, *upstream)
+  grads = list(result) if isinstance(result, (list, tuple)) else [result]
+  if len(grads) != n_inputs:
+    raise CrossgradError(
+        "the legacy gradient returned the wrong number of gradients", op=op_name,
+        argument=f"grad {qualname(grad)}",
+        expected=f"{n_inputs} (one per input of the op)", actual=len(grads),
+        hint="Return one gradient per input (None where an input has none)")
+  return grads
+
+
+def in_xla() -> bool:
+  """True while TensorFlow builds a graph that XLA compiles (`jit_compile=True`)."""
+  if tf.executing_eagerly():
+    return False
+  return control_flow_util.GraphOrParentsInXlaContext(tf_ops.get_default_graph())
+
+
+_XLA = "cannot run under XLA (tf.function(jit_compile=True))"
+
+
+def refuse_under_xla(op: str, reason: str, hint: str):
+  """A `CrossgradError` instead of XLA's "No registered 'PyFuncStateless' OpKernel"."""
+  if in_xla():
+    raise CrossgradError(f"{_XLA}: {reason}", op=op, backend="tensorflow", hint=hint)
+
+
+@contextlib.contextmanager
+def quiet():
+  """Silences TensorFlow's deprecation notices for the TF1 APIs crossgrad calls itself
+  (`deprecation.silence` would leave them off after an exception)."""
+  saved = deprecation._PRINT_DEPRECATION_WARNINGS  # pylint: disable=protected-access
+  deprecation._PRINT_DEPRECATION_WARNINGS = False  # pylint: disable=protected-access
+  try:
+    yield
+  finally:
+    deprecation._PRINT_DEPRECATION_WARNINGS = saved  # pylint: disable=protected-access
+
+
+def host_free_under_xla(op: str, what: str, fn: Callable[..., Any], *args: Any):
+  """``fn(*args)``; under XLA, a `CrossgradError` naming ``op`` if it makes a py_func."""
+  if not in_xla():
+    return fn(*args)
+  graph = tf_ops.get_default_graph()
+  before = len(graph.get_operations())
+  try:
+    result = fn(*args)
+  except CrossgradError as e:  # A drop-in py_func inside refused first: name the op.
+    if not e.problem.startswith(_XLA):
+      raise
+    host = [f"py_func {e.op!r}"]
+  else:
+    host = sorted({o.type for o in graph.get_operations()[before:] if o.type in PYFUNC_TYPES})
+  if host:
+    raise CrossgradError(f"{_XLA}: {what} calls {', '.join(host)}, NumPy code on the host",
+                         op=op, backend="tensorflow",
+                         hint="Write it with TF ops, or leave jit_compile off for this "
+                              "function")
+  return result

@@ -1,0 +1,388 @@
+"""`port`: a legacy (forward, TF ``grad(op, *grads)``) pair as a crossgrad `OpDef`.
+
+The forward is one of three kinds, which decide where the op can run:
+
+- an op type (``port(name, "Sign", "Identity")``): the forward is the op type's own,
+  written in ``xp`` (`op_types`); native in every backend.
+- TF code (``framework="tensorflow"``, or a ``Defun``): TensorFlow runs it; JAX replays
+  it with ``xp`` (`translate`), or calls TF through `jax2tf.call_tf`.
+- NumPy code (the default, a py_func forward): `tf.numpy_function` / `jax.pure_callback`,
+  on the host; refused under TF's XLA, not differentiable twice in JAX.
+
+The legacy gradient runs unchanged on TF tensors in TensorFlow (and, eagerly, as the
+NumPy reference). In JAX it is replayed with ``xp`` where every op it makes has a
+translation (``jax_backward="native"``), else runs through `jax2tf.call_tf`
+(``"call_tf"``) or, where it calls py_func itself, as a host callback into TF
+(``"callback"``); ``"auto"`` picks in that order.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from crossgrad.registry import op_registry
+from crossgrad.registry.errors import CrossgradError
+from crossgrad.registry.opdef import OpDef
+from crossgrad.registry.opdef import _function_key
+from crossgrad.tf1 import drop_in
+from crossgrad.tf1 import jax_twin
+from crossgrad.tf1 import legacy
+from crossgrad.tf1 import op_types
+from crossgrad.tf1 import translate
+
+JAX_BACKWARDS = ("auto", "native", "call_tf", "callback")
+FRAMEWORKS = ("numpy", "tensorflow")
+# Names a gradient uses to read TF1 graph state, which TF2 and JAX do not have.
+GRAPH_STATE_NAMES = frozenset({
+    "get_collection", "get_collection_ref", "add_to_collection", "GraphKeys",
+    "get_default_graph"})
+# Names by which a gradient calls NumPy on the host.
+HOST_NAMES = frozenset({"py_func", "numpy_function", "py_function"})
+_NUMPY_XLA = "the forward is NumPy code run on the host (tf.numpy_function), which XLA " \
+             "cannot compile"
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+  names = set(code.co_names)
+  for const in code.co_consts:
+    if isinstance(const, types.CodeType):
+      names |= _code_names(const)
+  return names
+
+
+def _names_used(fn: Any) -> set[str]:
+  code = getattr(fn, "__code__", None)
+  return _code_names(code) if code is not None else set()
+
+
+def _check_grad(name: str, grad: Callable[..., Any]):
+  used = sorted(_names_used(grad) & GRAPH_STATE_NAMES)
+  if used:
+    raise CrossgradError(
+        "the gradient reads TF1 graph state (collections), which TF2 and JAX do not have",
+        op=name, argument=f"grad {legacy.qualname(grad)}", expected="a gradient of "
+        "op.inputs, op.outputs and the upstream gradients only", actual=", ".join(used),
+        hint="Pass the collection's tensors to the py_func as extra inputs")
+
+
+def forward_input_names(name: str, forward: Callable[..., Any],
+                        given: Sequence[str] | None = None) -> tuple[str, ...]:
+  """The forward's inputs: ``given``, else its positional parameters without defaults
+  (``np.round(a, decimals=0, out=None)`` has one), or x0.. for a ufunc."""
+  if given is not None:
+    return tuple(given)
+  if isinstance(forward, np.ufunc):
+    return tuple(f"x{i}" for i in range(forward.nin))
+  try:
+    parameters = inspect.signature(forward).parameters.values()
+  except (TypeError, ValueError):
+    raise CrossgradError("cannot read the forward's parameters", op=name,
+                         argument="forward", actual=legacy.qualname(forward),
+                         hint="Pass port(..., input_names=(...))") from None
+  if any(p.kind == p.VAR_POSITIONAL for p in parameters):
+    raise CrossgradError("cannot read the forward's inputs from '*args'", op=name,
+                         argument="forward", hint="Pass port(..., input_names=(...))")
+  return tuple(p.name for p in parameters if p.default is p.empty
+               and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _floating(dtypes) -> Any:
+  return next((d for d in dtypes if np.issubdtype(np.dtype(d), np.floating)),
+              np.dtype("float32"))
+
+
+def _specs(arrays) -> list[tf.TensorSpec]:
+  return [tf.TensorSpec(tuple(x.shape), tf.as_dtype(np.dtype(x.dtype))) for x in arrays]
+
+
+class _Port:
+  """The backend-specific halves of a ported op, picked by ``xp.backend``."""
+
+  def __init__(self, name, kind, forward, grad, n_inputs, num_outputs, output_shapes,
+               nondiff, jax_backward):
+    self.name, self.kind, self.forward, self.grad = name, kind, forward, grad
+    self.n_inputs, self.num_outputs = n_inputs, num_outputs
+    self.output_shapes, self.nondiff, self.jax_backward = output_shapes, nondiff, jax_backward
+    self.op_type = forward.name if kind == "op_type" else (
+        "PyFunc" if kind == "numpy" else legacy.qualname(forward))
+    self._programs: dict[tuple, translate.Program] = {}
+    self._tf_calls: dict[str, Callable[..., Any]] = {}
+
+  def _program(self, fn, arrays) -> translate.Program:
+    key = (fn.__name__,) + tuple((tuple(x.shape), str(x.dtype)) for x in arrays)
+    if key not in self._programs:
+      self._programs[key] = translate.Program(fn, _specs(arrays))
+    return self._programs[key]
+
+  def _tf_call(self, fn, what):
+    if fn.__name__ not in self._tf_calls:
+      self._tf_calls[fn.__name__] = jax_twin.tf_call(
+          self.name, what, fn, hint="Give every TF op it makes an xp translation "
+                                    "(crossgrad.tf1.translate.HANDLERS)")
+    return self._tf_calls[fn.__name__]
+
+  # Forward.
+
+  def shapes(self, input_shapes) -> list[tuple]:
+    if self.output_shapes is None:
+      return [tuple(np.broadcast_shapes(*input_shapes))] * self.num_outputs
+    if callable(self.output_shapes):
+      return [tuple(s) for s in self.output_shapes(*input_shapes)]
+    return [tuple(s) for s in self.output_shapes]
+
+  def numpy_forward(self, *inputs) -> list[np.ndarray]:
+    """The legacy NumPy forward; outputs cast to the inputs' floating dtype, shapes checked."""
+    dtype = _floating([x.dtype for x in inputs])
+    result = self.forward(*inputs)
+    outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+    expected = self.shapes([np.shape(x) for x in inputs])
+    got = [tuple(np.shape(o)) for o in outputs]
+    if got != expected:
+      raise CrossgradError("the NumPy forward's outputs differ from the declared shapes",
+                           op=self.name, argument=f"forward {legacy.qualname(self.forward)}",
+                           expected=expected, actual=got,
+                           hint="Pass port(..., num_outputs=..., output_shapes=...) "
+                                "(port_check: --num_outputs, --output_shapes)")
+    return [np.asarray(o, dtype) for o in outputs]
+
+  def _tf_forward(self, *inputs):
+    out = self.forward(*inputs)
+    return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+
+  def _numpy_kind_forward(self, xp, inputs):
+    if xp.backend == "numpy":
+      return self.numpy_forward(*[np.asarray(x) for x in inputs])
+    if xp.backend == "tensorflow":
+      dtype = _floating([x.dtype.as_numpy_dtype for x in inputs])
+      outputs = drop_in.numpy_function(self.numpy_forward, inputs,
+                                       [dtype] * self.num_outputs, False, self.name)
+      if self.output_shapes is None:  # Unknown dimensions (tf.function signatures) stay so.
+        shapes = [functools.reduce(tf.broadcast_static_shape, [x.shape for x in inputs])]
+        shapes *= self.num_outputs
+      else:
+        shapes = self.shapes([tuple(x.shape) for x in inputs])
+      for o, shape in zip(outputs, shapes):
+        o.set_shape(shape)
+      return outputs
+    import jax  # pylint: disable=g-import-not-at-top
+    dtype = _floating([x.dtype for x in inputs])
+    structs = [jax.ShapeDtypeStruct(s, dtype) for s in self.shapes([x.shape for x in inputs])]
+    return jax_twin.host_call(self.name, "the NumPy forward", self.numpy_forward, structs,
+                              *inputs, hint="Port the op with a TF or op-type forward")
+
+  def _tensorflow_kind_forward(self, xp, inputs):
+    if xp.backend == "tensorflow":
+      return list(legacy.host_free_under_xla(self.name, "the forward", self._tf_forward,
+                                             *inputs))
+    if xp.backend == "numpy":
+      return [o.numpy() for o in self._tf_forward(*[tf.constant(x) for x in inputs])]
+    program = self._program(self._tf_forward, inputs)
+    if not program.missing:
+      return program(xp, *inputs)
+    return list(self._tf_call(self._tf_forward, "the TF forward")(*inputs))
+
+  def run_forward(self, xp, inputs, params):
+    if self.kind == "op_type":
+      outputs = [self.forward.forward(xp, *inputs, **params)]
+    elif self.kind == "tensorflow":
+      outputs = self._tensorflow_kind_forward(xp, inputs)
+    else:
+      outputs = self._numpy_kind_forward(xp, inputs)
+    return (outputs[0] if self.num_outputs == 1 else tuple(outputs)), (tuple(inputs),
+                                                                      tuple(outputs))
+
+  # Backward.
+
+  def tf_grads(self, inputs, outputs, upstream) -> list[Any]:
+    """The legacy grad on TF tensors; zeros for inputs it leaves without a gradient, each
+    gradient in its input's dtype."""
+    attrs = {"T": inputs[0].dtype, "SrcT": inputs[0].dtype, "DstT": outputs[0].dtype}
+    op = legacy.LegacyOp(self.name, inputs, outputs, op_type=self.op_type, attrs=attrs)
+    grads = legacy.host_free_under_xla(
+        self.name, f"the gradient {legacy.qualname(self.grad)}", legacy.call_grad, self.grad,
+        op, upstream, self.n_inputs, self.name)
+    return [None if i in self.nondiff else tf.zeros_like(x) if g is None else
+            tf.cast(g, x.dtype) for i, (x, g) in enumerate(zip(inputs, grads))]
+
+  def _tf_flat(self, *flat):
+    n, m = self.n_inputs, self.num_outputs
+    grads = self.tf_grads(flat[:n], flat[n:n + m], flat[n + m:])
+    return tuple(g for g in grads if g is not None)
+
+  def _numpy_flat(self, *flat):
+    return tuple(g.numpy() for g in self._tf_flat(*[tf.constant(np.asarray(x)) for x in flat]))
+
+  def jax_strategy(self, flat) -> tuple[str, translate.Program]:
+    """``jax_backward`` resolved for these input specs, with the translated gradient."""
+    program = self._program(self._tf_flat, flat)
+    how = self.jax_backward
+    if how == "auto":
+      how = ("native" if not program.missing else
+             "callback" if program.has_py_func else "call_tf")
+    if how == "native" and program.missing:
+      raise CrossgradError(
+          "the legacy gradient cannot run as native JAX code", op=self.name, backend="jax",
+          argument=f"grad {legacy.qualname(self.grad)}", actual="; ".join(program.missing),
+          hint="Use port(..., jax_backward='call_tf' or 'callback')")
+    return how, program
+
+  def jax_grads(self, xp, flat):
+    import jax  # pylint: disable=g-import-not-at-top
+    how, program = self.jax_strategy(flat)
+    if how == "native":
+      return program(xp, *flat)
+    if how == "call_tf":
+      return self._tf_call(self._tf_flat, "the legacy gradient (run by jax2tf.call_tf)")(*flat)
+    structs = [jax.ShapeDtypeStruct(x.shape, x.dtype)
+               for i, x in enumerate(flat[:self.n_inputs]) if i not in self.nondiff]
+    return jax_twin.host_call(self.name, "the legacy gradient (run on the host)",
+                              self._numpy_flat, structs, *flat,
+                              hint="Write the gradient with TF ops that have an xp "
+                                   "translation, so it runs natively")
+
+  def run_backward(self, xp, residuals, g, **params):
+    del params  # Static parameters reach the gradient through the outputs' dtypes.
+    inputs, outputs = residuals
+    upstream = (g,) if self.num_outputs == 1 else tuple(g)
+    upstream = [xp.zeros_like(o) if u is None else u for u, o in zip(upstream, outputs)]
+    if xp.backend == "tensorflow":
+      return tuple(self.tf_grads(inputs, outputs, upstream))
+    flat = (*inputs, *outputs, *upstream)
+    diff = iter(self._numpy_flat(*flat) if xp.backend == "numpy" else
+                self.jax_grads(xp, flat))
+    return tuple(None if i in self.nondiff else next(diff) for i in range(self.n_inputs))
+
+
+def _kind(name, forward, grad, framework):
+  """(kind, forward, grad): a Defun (TF1's or crossgrad's) brings its python_grad_func."""
+  if isinstance(forward, str):
+    return "op_type", op_types.get(forward), grad
+  defun_forward = getattr(forward, "_func", None) or getattr(forward, "forward", None)
+  defun_grad = getattr(forward, "_python_grad_func", None) or getattr(
+      forward, "python_grad_func", None)
+  if defun_forward is not None and defun_grad is not None:
+    return "tensorflow", defun_forward, grad if grad is not None else defun_grad
+  if framework not in FRAMEWORKS:
+    raise CrossgradError("unknown framework", op=name, argument="framework",
+                         expected=" or ".join(FRAMEWORKS), actual=repr(framework))
+  if grad is None:
+    raise CrossgradError("no gradient given", op=name, argument="grad",
+                         expected="grad(op, *grads) or a registered name", actual=None)
+  return framework, forward, grad
+
+
+def _unsupported_modes(kind: str, grad: Callable[..., Any]) -> dict[str, str]:
+  if kind == "numpy":
+    return {"tensorflow:jit": _NUMPY_XLA}
+  if _names_used(grad) & HOST_NAMES:
+    return {"tensorflow:jit": "the gradient calls py_func (NumPy on the host), which XLA "
+                              "cannot compile"}
+  return {}
+
+
+def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] | str | None
+         = None, *, framework: str = "numpy", gradient: str | None = None,
+         sample: Callable[[Any], Sequence[Any]] | None = None,
+         nondiff: Sequence[int | str] = (), num_outputs: int = 1,
+         output_shapes: Callable[..., Sequence[Sequence[int]]] | Sequence[Sequence[int]]
+         | None = None, input_names: Sequence[str] | None = None, stateful: bool = False,
+         jax_backward: str = "auto", doc: str = "", register: bool = True) -> OpDef:
+  """Turns a legacy (forward, TF ``grad(op, *grads)``) pair into a crossgrad op.
+
+  Args:
+    name: registry name.
+    forward: an op type of `OP_TYPES` (``"Sign"``: the pair is the override
+      ``{"Sign": grad}``), a TF function (with ``framework="tensorflow"``), a TF1 or
+      crossgrad ``Defun`` (its ``python_grad_func`` is the default ``grad``), or the
+      legacy NumPy forward ``forward(*inputs)``.
+    grad: the legacy gradient ``grad(op, *grads)``, or a name registered with
+      `tf.RegisterGradient` (``"Identity"``, ``"GuidedRelu"``).
+    framework: ``"numpy"`` or ``"tensorflow"``: what a callable forward is written in.
+    gradient: ``"exact"`` if grad is the forward's derivative, else ``"surrogate"``
+      (default: surrogate for an op type, exact otherwise).
+    sample: ``sample(rng) -> inputs`` for the cross-check (an op type's default: standard
+      normal arrays of shape (3, 4)).
+    nondiff: inputs without a gradient (names or indices).
+    num_outputs: how many arrays a NumPy or TF forward returns.
+    output_shapes: a NumPy forward's output shapes, or ``output_shapes(*input_shapes)``;
+      default: every output has the inputs' broadcast shape.
+    input_names: names of the inputs (default: the op type's, or the forward's
+      parameters without defaults).
+    stateful: must be False; a stateful NumPy forward cannot be ported (`CrossgradError`).
+    jax_backward: ``"auto"``, ``"native"``, ``"call_tf"`` or ``"callback"``.
+    doc: one line for ``crossgrad.check --list``.
+    register: add the op to the registry.
+
+  Returns:
+    The `OpDef`. A NumPy forward's outputs take the inputs' floating dtype (a legacy
+    ``.astype(np.float32)`` is overridden), so the op runs in float32 and float64; each
+    gradient is cast to its input's dtype.
+  """
+  kind, forward, grad = _kind(name, forward, grad, framework)
+  grad = legacy.resolve_grad(grad, op=name)
+  label = forward.name if kind == "op_type" else legacy.qualname(forward)
+  _check_grad(name, grad)
+  if stateful and kind == "numpy":
+    raise CrossgradError(
+        "a stateful NumPy forward cannot be ported", op=name, argument="stateful",
+        expected="False (the same inputs always give the same outputs)", actual=True,
+        hint="jax.pure_callback may skip, repeat or reorder calls, and the cross-check "
+             "compares runs; keep this op on crossgrad.tf1.py_func in TensorFlow, or make "
+             "its state (random keys, counters) an explicit input")
+  if jax_backward not in JAX_BACKWARDS:
+    raise CrossgradError("unknown jax_backward", op=name, argument="jax_backward",
+                         expected=" or ".join(JAX_BACKWARDS), actual=repr(jax_backward))
+  if kind == "op_type":
+    names, params, num_outputs = tuple(input_names or forward.inputs), forward.params, 1
+    sample = sample or (lambda rng: tuple(rng.standard_normal((3, 4)) for _ in names))
+  else:
+    names, params = forward_input_names(name, forward, input_names), {}
+  nondiff_argnums = {names.index(n) if isinstance(n, str) and n in names else n
+                     for n in nondiff}
+  impl = _Port(name, kind, forward, grad, len(names), num_outputs, output_shapes,
+               nondiff_argnums, jax_backward)
+
+  def op_forward(xp, *inputs, **kw):
+    return impl.run_forward(xp, inputs, kw)
+
+  op_forward.__signature__ = inspect.Signature(
+      [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in ("xp",) + names]
+      + [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v)
+         for k, v in params.items()])
+  op = OpDef(
+      name=name, forward=op_forward, backward=impl.run_backward,
+      gradient=gradient or ("surrogate" if kind == "op_type" else "exact"), sample=sample,
+      nondiff=nondiff, param_sets=({}, {"dtype": "float64"}) if params else ({},),
+      doc=doc or f"ported from {label} / {legacy.qualname(grad)}",
+      unsupported_modes=_unsupported_modes(kind, grad))
+  op_forward.port = impl
+  if sample is not None and kind == "numpy":
+    _check_deterministic(impl, sample)
+  if not register:
+    return op
+  if name in op_registry.names():
+    # Every port shares `op_forward`'s code, so compare the legacy functions instead.
+    existing = getattr(op_registry.get(name).forward, "port", None)
+    if existing is None or [_function_key(f) for f in (existing.forward, existing.grad)] != [
+        _function_key(f) for f in (forward, grad)]:
+      raise CrossgradError("name already registered with a different definition", op=name,
+                           hint="Pick another name, or unregister the old op first")
+    return op_registry.get(name)
+  return op_registry.register(op)
+
+
+def _check_deterministic(impl: _Port, sample: Callable[[Any], Sequence[Any]]):
+  inputs = [np.asarray(x) for x in sample(np.random.default_rng(0))]
+  first, second = impl.numpy_forward(*inputs), impl.numpy_forward(*inputs)
+  if not all(np.array_equal(a, b, equal_nan=True) for a, b in zip(first, second)):
+    raise CrossgradError(
+        "the NumPy forward is stateful: two calls on the same inputs differ", op=impl.name,
+        argument=f"forward {legacy.qualname(impl.forward)}", expected="equal outputs",
+        actual="different outputs",
+        hint="Make its state (random keys, counters) an explicit input")
