@@ -6,8 +6,10 @@ rulebook is built beforehand (as a network reusing it would) and each step is co
 
 * ``op`` forward: ``Q`` from ``M`` (`sparse_q` / `submanifold_q`); backward: ``dM`` and
   ``d ground_state`` from ``dQ``;
-* ``layer`` forward: ``Q @ W + b`` at the sites; backward: ``dM``, ``d ground_state``,
-  ``dW``, ``db`` from ``dY``.
+* ``layer`` forward: ``Q @ W + b`` at the sites; step: the forward and the backward
+  (``dM``, ``d ground_state``, ``dW``, ``db`` from ``dY``) in one call, as a training step
+  runs them; backward: step less forward (its floor: the two floors' sum for the step).
+  An op's backward call needs no ``Q``, which the compiler drops.
 
 The floor, per layer kind and framework: a compiled call that only writes a ``Q``-sized
 array (forward) or only reads ``dQ`` once (backward), the least any design that
@@ -24,6 +26,7 @@ from crossgrad.benchmarks.sparse_rulebook import sites
 
 KINDS = ("sparse", "submanifold")
 OPS = {"sparse": "sparse_q", "submanifold": "submanifold_q"}
+PARTS = ("op_forward", "op_backward", "layer_forward", "layer_backward", "layer_step")
 
 
 def _book(kind, x, f):
@@ -63,7 +66,7 @@ def _jax_steps(kind, dense, weights, f):
 
   layer_forward = jax.jit(layer)
   y = layer_forward(x.M, x.ground_state, w, b, book)
-  layer_backward = jax.jit(lambda m, gs, w, b, book, dy: jax.vjp(
+  layer_step = jax.jit(lambda m, gs, w, b, book, dy: jax.vjp(
       lambda *p: layer(*p, book), m, gs, w, b)[1](dy))
   dq, dy = jnp.ones_like(q), jnp.ones_like(y)
   block = jax.block_until_ready
@@ -71,7 +74,7 @@ def _jax_steps(kind, dense, weights, f):
       "op_forward": lambda: block(q_forward(*inputs)),
       "op_backward": lambda: block(q_backward(x.M, x.ground_state, inputs[2:], dq)),
       "layer_forward": lambda: block(layer_forward(x.M, x.ground_state, w, b, book)),
-      "layer_backward": lambda: block(layer_backward(x.M, x.ground_state, w, b, book, dy))}
+      "layer_step": lambda: block(layer_step(x.M, x.ground_state, w, b, book, dy))}
 
 
 def _tf_steps(kind, dense, weights, f):
@@ -98,7 +101,7 @@ def _tf_steps(kind, dense, weights, f):
   layer_forward = compiled(layer)
 
   @compiled
-  def layer_backward(m, gs, w, b, book, dy):
+  def layer_step(m, gs, w, b, book, dy):
     with tf.GradientTape() as tape:
       tape.watch([m, gs, w, b])
       y = layer(m, gs, w, b, book)
@@ -112,7 +115,7 @@ def _tf_steps(kind, dense, weights, f):
       "op_forward": lambda: run(q_forward, *inputs),
       "op_backward": lambda: run(q_backward, x.M, x.ground_state, inputs[2:], dq),
       "layer_forward": lambda: run(layer_forward, x.M, x.ground_state, w, b, book),
-      "layer_backward": lambda: run(layer_backward, x.M, x.ground_state, w, b, book, dy)}
+      "layer_step": lambda: run(layer_step, x.M, x.ground_state, w, b, book, dy)}
 
 
 def _floor_steps(framework, q_shape):
@@ -156,6 +159,12 @@ def compare_reuse(shape, f: int, n_out: int, fraction: float, repeats: int, seed
     result["rows"][kind] = int(q_shape[0])
   times = timing.interleaved_medians(fns, repeats, warmup=2, warm=2)
   result["seconds"] = times
+  for kind in KINDS:  # The layer's backward: its VJP call less its forward.
+    for framework in ("jax", "tensorflow"):
+      name = f"{kind}/{framework}/layer_"
+      times[name + "backward"] = times[name + "step"] - times[name + "forward"]
+      times[f"{kind}/{framework}/floor_step"] = sum(
+          times[f"{kind}/{framework}/floor_{part}"] for part in ("forward", "backward"))
   result["vs_floor"] = {
       name: t / times[f"{name.rsplit('/', 1)[0]}/floor_{name.rsplit('_', 1)[1]}"]
       for name, t in times.items() if "floor" not in name}
@@ -169,7 +178,7 @@ def table(results) -> tuple[tuple[str, ...], list[tuple]]:
     s = r["seconds"]
     for kind in KINDS:
       for framework in ("jax", "tensorflow"):
-        for part in ("op_forward", "op_backward", "layer_forward", "layer_backward"):
+        for part in PARTS:
           name = f"{kind}/{framework}/{part}"
           floor = s[f"{kind}/{framework}/floor_{part.rsplit('_', 1)[1]}"]
           rows.append((kind, framework, part.replace("_", " "), f"{r['fraction']:.0%}",

@@ -49,9 +49,11 @@ def _backend(name: str):
   return base.load(name)
 
 
-def _xp(backend: str):
+def namespace(backend: str):
+  """The backend's ``xp``, with `SparseData` and `Rulebook` registered with it."""
   register(backend)
   return _backend(backend).xp
+
 
 
 def dtype_name(x: Any) -> str:
@@ -77,7 +79,7 @@ class SparseData:
                            backend=backend_of(self.H), argument="H",
                            expected="int32 or int64", actual=index_type)
     if index_type == "int64":
-      object.__setattr__(self, "H", _xp(backend_of(self.H)).astype(self.H, "int32"))
+      object.__setattr__(self, "H", namespace(backend_of(self.H)).astype(self.H, "int32"))
     if self.n_valid is None:
       object.__setattr__(self, "n_valid", int(self.H.shape[0]))
     validate(self)
@@ -96,7 +98,7 @@ class SparseData:
     capacity ``h * w`` while traced.
     """
     backend = backend_of(dense, ground_state)
-    xp = _xp(backend)
+    xp = namespace(backend)
     if len(dense.shape) != 3:
       raise CrossgradError("dense input must be h x w x channels", op="SparseData",
                            backend=backend, argument="dense", expected="rank 3",
@@ -125,7 +127,7 @@ class SparseData:
 
   def to_dense(self) -> Any:
     """The ``h x w x n`` dense array (differentiable in M and ground_state)."""
-    xp = _xp(backend_of(self.M, self.ground_state))
+    xp = namespace(backend_of(self.M, self.ground_state))
     h, w, n = self.dense_shape
     rows = xp.reshape(xp.arange(self.capacity, "int32"), (self.capacity, 1))
     valid = rows < xp.astype(self.n_valid, "int32")
@@ -150,7 +152,7 @@ class SparseData:
       raise CrossgradError("compact() needs a concrete n_valid", op="SparseData",
                            argument="n_valid", expected="eager values",
                            actual="a traced value", hint="Keep the padded form under jit")
-    xp = _xp(backend_of(self.M))
+    xp = namespace(backend_of(self.M))
     keep = xp.arange(int(n), "int32")
     return SparseData(xp.take(self.H, keep), xp.take(self.M, keep), self.dense_shape,
                       self.ground_state, int(n))

@@ -207,10 +207,10 @@ def _pairs(xp, first, second, n):
 
 
 def _backend(x) -> tuple[str, Any]:
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
-  from crossgrad.sparse.data import backend_of  # pylint: disable=g-import-not-at-top
-  name = backend_of(x.H, x.M)
-  return name, base.load(name).xp
+  """The backend of ``x``'s arrays and its namespace (registering `Rulebook` with it)."""
+  from crossgrad.sparse import data  # pylint: disable=g-import-not-at-top
+  name = data.backend_of(x.H, x.M)
+  return name, data.namespace(name)
 
 
 def _fail(problem, op, backend, argument, expected, actual, hint=None):
