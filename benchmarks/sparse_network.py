@@ -12,7 +12,8 @@ back).
 
 Where the time goes (JAX), each part jitted alone: the rulebook; the four ``Q`` builds
 (`submanifold_q` forward); the four ``Q @ W + b`` products; the whole forward; the
-backward (forward+backward minus forward).
+backward (forward+backward minus forward); and the floor, a call that only writes four
+``Q``-sized arrays and reads four ``dQ``-sized ones.
 
   python -m crossgrad.benchmarks.sparse_network [--quick] [--json=out/sparse_network.json]
 """
@@ -76,13 +77,18 @@ def jax_steps(x: cg.SparseData, params, f: int) -> dict:
   qs = q_builds(ms, gs, src)
   products = jax.jit(lambda qs, params: [q @ w.reshape(q.shape[1], -1) + b
                                          for q, (w, b) in zip(qs, params)])
+  # The floor: write the four Q-sized arrays and read four dQ-sized ones, nothing else.
+  floor = jax.jit(lambda v, dqs: ([jnp.broadcast_to(v, qs[0].shape) + k for k in range(LAYERS)],
+                                  [jnp.sum(dq) for dq in dqs]))
+  v, dqs = jnp.ones(qs[0].shape[1], jnp.float32), [jnp.ones_like(q) + k for k, q in enumerate(qs)]
   block = jax.block_until_ready
   return {"sparse": lambda: block(sparse_step(params, m, gs, h)),
           "dense": lambda: block(dense_step(params, d)),
           "parts": {"rulebook": lambda: block(build(h)),
                     "Q": lambda: block(q_builds(ms, gs, src)),
                     "matmul": lambda: block(products(qs, params)),
-                    "forward": lambda: block(forward(params, m, gs, h))}}
+                    "forward": lambda: block(forward(params, m, gs, h)),
+                    "floor": lambda: block(floor(v, dqs))}}
 
 
 def tf_steps(x: cg.SparseData, params, f: int) -> dict:
@@ -162,7 +168,8 @@ def run(shape, fraction: float, f: int, repeats: int, json_path: str | None = No
            f"matmul ({LAYERS} Q @ W + b)": p["matmul"],
            "rest of forward (ReLU, masks, loss)": p["forward"] - p["rulebook"] - p["Q"]
            - p["matmul"], "backward (step - forward)": p["step"] - p["forward"],
-           "forward+backward step": p["step"]}
+           "forward+backward step": p["step"],
+           f"floor (write {LAYERS} Q, read {LAYERS} dQ)": p["floor"]}
   part_header = ("part", "ms", "share of step")
   part_rows = [(name, t * 1e3, t / p["step"]) for name, t in parts.items()]
   timing.emit("where the sparse step's time goes (JAX, each part jitted alone)", part_header,
