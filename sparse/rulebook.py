@@ -168,8 +168,9 @@ def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int, stride: int = 1
   position = xp.arange(a * kk, dtype=index)
   first = xp.take(xp.segment_min(position, key, grid), key)
   is_first = xp.logical_and(valid, xp.equal(first, position))
-  rank = xp.cumulative_sum(xp.astype(is_first, index), axis=0, dtype=index) - 1
-  n_out = xp.sum(xp.astype(is_first, index), dtype=index)
+  counts = xp.astype(is_first, index)  # Its dtype is xp's own (h_in may be NumPy's).
+  rank = xp.cumulative_sum(counts, axis=0, dtype=counts.dtype) - 1
+  n_out = xp.sum(counts, dtype=counts.dtype)
   out_row = xp.take(rank, first)
   offset = np.tile(np.arange(kk - 1, -1, -1, dtype=np.int32), a)
   dst = xp.where(xp.logical_and(valid, out_row < capacity), out_row * kk + offset, -1)
