@@ -1,8 +1,8 @@
-"""crossgrad: define a custom-gradient op once; get TensorFlow, JAX and NumPy versions,
-cross-checked.
+"""crossgrad: define a custom-gradient op once; get TensorFlow, JAX, PyTorch and NumPy
+versions, cross-checked.
 
-``crossgrad.tensorflow`` and ``crossgrad.jax`` import their framework on first access;
-``import crossgrad`` itself imports neither.
+``crossgrad.tensorflow``, ``crossgrad.jax`` and ``crossgrad.torch`` import their framework
+on first access; ``import crossgrad`` itself imports none.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from crossgrad.checker.report import Report
 from crossgrad.checker.report import Row
 from crossgrad.registry import ops as _builtin_ops  # Registers the built-in ops.
 from crossgrad.registry.errors import CrossgradError
-from crossgrad.registry.namespace import FUNCTIONS as NAMESPACE_FUNCTIONS
 from crossgrad.registry.op_registry import get
 from crossgrad.registry.op_registry import names
 from crossgrad.registry.op_registry import register
@@ -26,12 +25,11 @@ from crossgrad.sparse.data import SparseData
 
 __version__ = "0.1.0"
 
-_LAZY_BACKENDS = ("tensorflow", "jax")
+_LAZY_BACKENDS = ("tensorflow", "jax", "torch")
 
 __all__ = (
     "ArraySpec",
     "CrossgradError",
-    "NAMESPACE_FUNCTIONS",
     "OpDef",
     "Report",
     "Row",
@@ -43,6 +41,7 @@ __all__ = (
     "numpy",
     "register",
     "tensorflow",
+    "torch",
     "unregister",
 )
 

@@ -26,10 +26,7 @@ the module or the arguments (including a forward that differs between runs).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
-import os
 import sys
 import types
 from typing import Any, Callable, Sequence
@@ -40,6 +37,7 @@ import numpy as np
 
 import crossgrad as cg
 from crossgrad.checker import engine
+from crossgrad.checker import selection
 
 FLAGS = flags.FLAGS
 
@@ -83,19 +81,6 @@ RUNS = (("tensorflow", "eager"), ("tensorflow", "graph"), ("jax", "eager"), ("ja
 
 class ForwardDiffers(cg.CrossgradError):
   """The port's forward differs from the legacy graph's: the forward is not reproducible."""
-
-
-def load_module(spec: str):
-  """A module by dotted name, or from a ``.py`` path."""
-  if spec.endswith(".py") or os.sep in spec:
-    if not os.path.isfile(spec):
-      raise cg.CrossgradError("no such file", argument="--module", actual=spec)
-    name = "crossgrad_port_check_" + os.path.splitext(os.path.basename(spec))[0]
-    module_spec = importlib.util.spec_from_file_location(name, spec)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    return module
-  return importlib.import_module(spec)
 
 
 def resolve(module, dotted: str, flag: str) -> Any:
@@ -203,7 +188,7 @@ def compare(forward, grad, inputs: Sequence[np.ndarray], cotangents: Sequence[np
   names = list(input_names or [f"x{i}" for i in range(len(inputs))])
   unknown = [n for n in nondiff if n not in names and str(n) not in map(str, range(len(names)))]
   if unknown:
-    raise cg.CrossgradError("unknown input", argument="--nondiff",
+    raise cg.CrossgradError("unknown input", op=name, argument="--nondiff",
                             expected=f"one of {names} or an index", actual=unknown)
   nondiff = {names.index(n) if n in names else int(n) for n in nondiff}
   nondiff |= {i for i, x in enumerate(inputs) if not np.issubdtype(x.dtype, np.floating)}
@@ -213,7 +198,7 @@ def compare(forward, grad, inputs: Sequence[np.ndarray], cotangents: Sequence[np
                                             Tout=[dtype] * num_outputs, name=name)
   if before_port is not None:
     before_port()
-  op = tf1.port(name, forward, grad, gradient="surrogate", num_outputs=num_outputs,
+  op = tf1.port(name, forward, grad, gradient="declared", num_outputs=num_outputs,
                 output_shapes=output_shapes, nondiff=sorted(nondiff), input_names=names,
                 register=False)
   tolerance = tolerance if tolerance is not None else engine.TOLERANCE[dtype.name]
@@ -253,7 +238,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 
 def run_check() -> tuple[list[dict], list[np.ndarray]]:
   """Everything main does before printing: (rows, inputs)."""
-  module = load_module(FLAGS.module)
+  module = selection.load_module(FLAGS.module)
   from crossgrad import tf1  # pylint: disable=g-import-not-at-top
   forward, grad = resolve(module, FLAGS.forward, "forward"), resolve(module, FLAGS.grad, "grad")
   names = tf1.forward_input_names(FLAGS.forward, forward, FLAGS.inputs)

@@ -4,6 +4,7 @@ cached `get`, mode checks. The protocol itself is `crossgrad.backends.protocol`.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any, Callable
 
 from crossgrad.backends import protocol
@@ -11,14 +12,22 @@ from crossgrad.registry import op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
-BUILT_IN = ("numpy", "tensorflow", "jax")
-_EXTRAS = {"tensorflow": "tensorflow", "jax": "jax"}
+BUILT_IN = ("numpy", "tensorflow", "jax", "torch")
+_EXTRAS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+_OPTIONAL = ("torch",)  # Cross-checked by default only where installed.
 _REGISTERED: dict[str, Any] = {}
+_COMPILED: dict[tuple, Any] = {}
 
 
 def names() -> list[str]:
   """Every backend that `load` takes: the built-in ones, then the registered ones."""
   return list(BUILT_IN) + sorted(set(_REGISTERED) - set(BUILT_IN))
+
+
+def default_backends() -> list[str]:
+  """What the cross-check compares with the reference by default: TensorFlow and JAX,
+  and each optional framework (PyTorch) that is installed (found without importing it)."""
+  return ["tensorflow", "jax"] + [n for n in _OPTIONAL if importlib.util.find_spec(n)]
 
 
 def register(backend: Any) -> Any:
@@ -54,6 +63,7 @@ def load(name: str):
   except ImportError as e:
     raise CrossgradError(
         f"backend needs a framework that is not installed ({e})", backend=name,
+        argument=f"backend {name!r}",
         hint=f'Install it with: pip install "crossgrad[{_EXTRAS.get(name, name)}]"') from e
 
 
@@ -64,7 +74,9 @@ def make_get(backend: str, emit: Callable[[OpDef, dict], Callable[..., Any]]):
   def get(op: str | OpDef, /, **params: Any) -> Callable[..., Any]:
     opdef = op if isinstance(op, OpDef) else op_registry.get(op)
     resolved = opdef.resolve_params(params, backend)
-    key = (opdef, tuple(sorted(resolved.items())))
+    # By identity (the cached function holds the OpDef, so its id stays unique): a key
+    # Dynamo can trace, which hashing the OpDef dataclass is not (torch.compile).
+    key = (id(opdef), tuple(sorted(resolved.items())))
     fn = cache.get(key)
     if fn is None:
       fn = cache[key] = emit(opdef, resolved)
@@ -82,6 +94,18 @@ def check_mode(backend: str, mode: str, modes: tuple[str, ...]):
   if mode not in modes:
     raise CrossgradError("unknown mode", backend=backend, argument="mode",
                          expected=" or ".join(modes), actual=repr(mode))
+
+
+def compiled(key: tuple, build: Callable[[], Any]) -> Any:
+  """``build()``'s result, made once per ``key`` (emitted function, mode, device): a
+  backend's `evaluate` keeps its traced and compiled runner, so evaluating an op again on
+  inputs of the same shapes and dtypes (the cross-check's special values) compiles nothing.
+  Bounded: forgets everything past 256 keys."""
+  if key not in _COMPILED:
+    if len(_COMPILED) >= 256:
+      _COMPILED.clear()
+    _COMPILED[key] = build()
+  return _COMPILED[key]
 
 
 def merge_cotangents(op: OpDef, diff_cotangents) -> tuple:

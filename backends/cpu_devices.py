@@ -1,4 +1,5 @@
-"""Splits the host CPU into several logical devices for TensorFlow and JAX.
+"""Splits the host CPU into several logical devices for TensorFlow and JAX (and names
+it ``cpu:0`` ... ``cpu:n-1`` in PyTorch, which has one CPU device).
 
 Machines without accelerators still exercise multi-device code this way (sharding,
 `shard_map`, `tf.distribute.MirroredStrategy`, the cross-check's device rows). Both
@@ -44,7 +45,12 @@ def _configure_tensorflow(count: int) -> None:
                            actual=str(found), hint=_HINT) from None
 
 
-_CONFIGURE = {"jax": _configure_jax, "tensorflow": _configure_tensorflow}
+def _configure_torch(count: int) -> None:
+  base.load("torch").set_cpu_device_count(count)  # Names only: torch has one CPU device.
+
+
+_CONFIGURE = {"jax": _configure_jax, "tensorflow": _configure_tensorflow,
+              "torch": _configure_torch}
 
 
 def configure(count: int, backends: Sequence[str] = ("tensorflow", "jax")) -> None:

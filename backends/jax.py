@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from typing import Any, Callable, Sequence
 
 import jax
@@ -21,23 +22,25 @@ MODES = ("eager", "jit")
 PLATFORMS = ("cpu", "gpu", "tpu")
 
 
-def _one_hot(labels, depth, dtype):
-  return jax.nn.one_hot(labels, depth, dtype=dtype)
+def _one_hot(x, num_classes, /, *, dtype):
+  return jax.nn.one_hot(x, num_classes, dtype=dtype)
 
 
-def _segment_min(data, segment_ids, num_segments):
+def _segment_min(data, segment_ids, /, num_segments):
   out = jax.ops.segment_min(data, segment_ids, num_segments)
   if jnp.issubdtype(out.dtype, jnp.floating):  # Empty segments hold inf in JAX.
     out = jnp.minimum(out, jnp.finfo(out.dtype).max)
   return out
 
 
-def _segment_sum(data, segment_ids, num_segments):
+def _segment_sum(data, segment_ids, /, num_segments):
   return jax.ops.segment_sum(data, segment_ids, num_segments)  # Drops out-of-range ids.
 
 
-xp = Namespace(NAME, numpy_like.table(jnp, one_hot=_one_hot, segment_sum=_segment_sum,
-                                      segment_min=_segment_min))
+xp = Namespace(NAME, jnp, extensions={
+    "take": functools.partial(numpy_like.take, jnp, NAME), "segment_sum": _segment_sum,
+    "segment_min": _segment_min, "one_hot": _one_hot,
+    "unbroadcast": functools.partial(numpy_like.unbroadcast, jnp)})
 
 
 def spec_of(x: Any) -> validation.ArraySpec:
@@ -57,6 +60,8 @@ class _Specs:
 def _forward(op: OpDef, params: dict, inputs: Sequence[Any]):
   outputs, residuals = validation.check_forward_result(
       op, NAME, op.forward(xp, *inputs, **params))
+  validation.check_output_dtypes(op, NAME, [spec_of(x) for x in inputs],
+                                 [spec_of(o) for o in validation.as_tuple(outputs)])
   return (tuple(outputs) if isinstance(outputs, (tuple, list)) else outputs), residuals
 
 
@@ -141,7 +146,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     return outs, grads
 
   if mode == "jit":
-    run = jax.jit(run)
+    run = base.compiled((fn, mode, device), lambda: jax.jit(run))
   target = find_device(device)
   with precision_scope(list(inputs) + list(cotangent)), jax.default_device(target):
     args = [jax.device_put(x, target) for x in inputs]

@@ -1,7 +1,7 @@
 """The backend protocol: what a framework module implements to run crossgrad ops.
 
 A backend is a module (or any object) with the members of `Backend`. The built-in ones
-are `crossgrad.backends.numpy` (the reference), `.tensorflow` and `.jax`; another one
+are `crossgrad.backends.numpy` (the reference), `.tensorflow`, `.jax` and `.torch`; another one
 joins with `crossgrad.backends.base.register` and is then cross-checked like the others
 (``cross_check(backends=[name])``). Backends name no op: everything op-specific comes
 from the `OpDef` they are handed.

@@ -1,8 +1,9 @@
 """The TensorFlow backend: each op becomes a `tf.custom_gradient` function.
 
-The namespace is written with core TF ops, so it never depends on
-`tf.experimental.numpy.experimental_enable_numpy_behavior()` (a process-wide switch
-crossgrad must not flip) and every op compiles under XLA.
+``xp`` is `tensorflow_array_api` (the Array API standard written with core TF ops, so it
+never depends on `tf.experimental.numpy.experimental_enable_numpy_behavior()`, a
+process-wide switch crossgrad must not flip, and every op compiles under XLA) plus
+crossgrad's extensions.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import numpy as np
 import tensorflow as tf
 
 from crossgrad.backends import base
-from crossgrad.registry import broadcasting, validation
+from crossgrad.backends import tensorflow_array_api
+from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
 
@@ -23,34 +25,7 @@ VERSION = tf.__version__
 MODES = ("eager", "graph", "jit")
 
 
-def _is_tensor(x: Any) -> bool:
-  return isinstance(x, (tf.Tensor, tf.Variable, np.ndarray, np.generic))
-
-
-def _coerce(*values):
-  """Python scalars take the dtype of the first array among ``values`` (weak scalars)."""
-  dtype = next((tf.as_dtype(v.dtype) for v in values if _is_tensor(v)), None)
-  return [v if _is_tensor(v) or dtype is None else tf.constant(v, dtype) for v in values]
-
-
-def _binary(fn):
-  return lambda a, b: fn(*_coerce(a, b))
-
-
-def _where(cond, a, b):
-  return tf.where(cond, *_coerce(a, b))
-
-
-def _clip(x, lo, hi):
-  x = tf.convert_to_tensor(x)
-  if lo is not None:
-    x = tf.maximum(x, tf.cast(lo, x.dtype))
-  if hi is not None:
-    x = tf.minimum(x, tf.cast(hi, x.dtype))
-  return x
-
-
-def _unbroadcast(x, like):
+def _unbroadcast(x, like, /):
   x, like = tf.convert_to_tensor(x), tf.convert_to_tensor(like)
   if x.shape.is_fully_defined() and like.shape.is_fully_defined():
     axes = list(broadcasting.sum_axes(x.shape.as_list(), like.shape.as_list()))
@@ -62,11 +37,11 @@ def _unbroadcast(x, like):
   return out
 
 
-def _take(x, indices, axis=0):
+def _take(x, indices, /, *, axis=None):
   """tf.gather under crossgrad's bad-index rule: zeros outside [0, n) on every device."""
   x, indices = tf.convert_to_tensor(x), tf.convert_to_tensor(indices)
   rank = x.shape.rank
-  axis %= rank
+  axis = namespace.take_axis(NAME, rank, axis)
   valid = tf.logical_and(indices >= 0, indices < tf.shape(x, out_type=indices.dtype)[axis])
   picked = tf.gather(x, tf.where(valid, indices, tf.zeros_like(indices)), axis=axis)
   mask = tf.reshape(valid, tf.concat(
@@ -75,24 +50,8 @@ def _take(x, indices, axis=0):
   return tf.where(mask, picked, tf.zeros_like(picked))
 
 
-def _reduction(fn):
-  return lambda x, axis=None, keepdims=False: fn(x, axis=axis, keepdims=keepdims)
-
-
-def _nan_reduction(fn):
-  """max/min that return NaN where the input has one, as NumPy (XLA's skip NaN on CPU)."""
-  def reduce(x, axis=None, keepdims=False):
-    x = tf.convert_to_tensor(x)
-    out = fn(x, axis=axis, keepdims=keepdims)
-    if not x.dtype.is_floating:
-      return out
-    nan = tf.reduce_any(tf.math.is_nan(x), axis=axis, keepdims=keepdims)
-    return tf.where(nan, tf.constant(float("nan"), out.dtype), out)
-  return reduce
-
-
 def _segment(reduce):
-  def segment(data, segment_ids, num_segments):
+  def segment(data, segment_ids, /, num_segments):
     # TensorFlow documents that rows with a negative id are dropped on every device
     # (ids >= num_segments raise on CPU), so every out-of-range id is made -1.
     ids = tf.convert_to_tensor(segment_ids)
@@ -101,34 +60,13 @@ def _segment(reduce):
   return segment
 
 
-xp = Namespace(NAME, {
-    "abs": tf.abs, "negative": tf.negative, "sign": tf.sign, "exp": tf.exp,
-    "log": tf.math.log, "sqrt": tf.sqrt, "square": tf.square, "tanh": tf.tanh,
-    "maximum": _binary(tf.maximum), "minimum": _binary(tf.minimum),
-    "round": tf.round,  # Half to even, like numpy.round.
-    "floor": tf.floor, "ceil": tf.math.ceil, "clip": _clip, "where": _where,
-    "less": _binary(tf.less), "less_equal": _binary(tf.less_equal),
-    "greater": _binary(tf.greater), "greater_equal": _binary(tf.greater_equal),
-    "equal": _binary(tf.equal), "logical_and": tf.logical_and,
-    "logical_or": tf.logical_or, "logical_not": tf.logical_not,
-    "sum": _reduction(tf.reduce_sum), "mean": _reduction(tf.reduce_mean),
-    "max": _nan_reduction(tf.reduce_max), "min": _nan_reduction(tf.reduce_min),
-    "reshape": tf.reshape, "transpose": lambda x, axes=None: tf.transpose(x, perm=axes),
-    "broadcast_to": tf.broadcast_to, "expand_dims": tf.expand_dims,
-    "matmul": tf.linalg.matmul, "take": _take, "zeros_like": tf.zeros_like,
-    "ones_like": tf.ones_like,
-    "full_like": lambda x, value: tf.fill(tf.shape(x), tf.cast(value, x.dtype)),
-    "zeros": tf.zeros, "ones": tf.ones, "astype": tf.cast,
-    "one_hot": lambda labels, depth, dtype: tf.one_hot(labels, depth, dtype=tf.as_dtype(dtype)),
-    "unbroadcast": _unbroadcast, "bitwise_xor": _binary(tf.bitwise.bitwise_xor),
-    "bitwise_or": _binary(tf.bitwise.bitwise_or), "left_shift": _binary(tf.bitwise.left_shift),
-    "right_shift": _binary(tf.bitwise.right_shift),
-    "arange": lambda n, dtype: tf.range(n, dtype=dtype),
-    "concatenate": lambda arrays, axis=0: tf.concat(arrays, axis),
-    "cumsum": lambda x, axis: tf.cumsum(x, axis=axis),
+xp = Namespace(NAME, tensorflow_array_api, extensions={
+    "take": _take,
     "segment_sum": _segment(tf.math.unsorted_segment_sum),
     # Empty segments hold the dtype's largest value, as documented.
     "segment_min": _segment(tf.math.unsorted_segment_min),
+    "one_hot": lambda x, num_classes, /, *, dtype: tf.one_hot(x, num_classes, dtype=dtype),
+    "unbroadcast": _unbroadcast,
 })
 
 
@@ -149,6 +87,7 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
     output_list = validation.as_tuple(outputs)
     input_specs = [spec_of(x) for x in inputs]
     output_specs = [spec_of(o) for o in output_list]
+    validation.check_output_dtypes(op, NAME, input_specs, output_specs)
 
     def grad(*upstream):
       g = validation.cotangent_for(op, output_specs, upstream,
@@ -197,7 +136,8 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
     return outs, grads
 
   if mode != "eager":
-    run = tf.function(run, jit_compile=(mode == "jit"), autograph=False)
+    run = base.compiled((fn, mode, device), lambda: tf.function(
+        run, jit_compile=(mode == "jit"), autograph=False))
   with tf.device("/device:" + device.upper()):
     args = [tf.constant(x) for x in inputs]
     cots = [None if c is None else tf.constant(c) for c in cotangent]

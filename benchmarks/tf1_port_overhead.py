@@ -58,9 +58,9 @@ def variants(size: int) -> dict[str, object]:
   import jax  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from crossgrad import tf1  # pylint: disable=g-import-not-at-top
-  ported = tf1.port("bench_ported_add", _forward, _grad, gradient="surrogate", register=False)
+  ported = tf1.port("bench_ported_add", _forward, _grad, gradient="declared", register=False)
   native = tf1.port("bench_native_add", _tf_forward, _grad, framework="tensorflow",
-                    gradient="surrogate", register=False)
+                    gradient="declared", register=False)
   rng = np.random.default_rng(0)
   inputs = [rng.standard_normal(size).astype(np.float32) for _ in range(3)]
   tf_inputs = [tf.constant(x) for x in inputs]

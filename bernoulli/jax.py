@@ -50,7 +50,7 @@ def uniform_noise(key: Any, shape: Any, dtype: Any = jnp.float32) -> jax.Array:
   """
   dtype = jax.dtypes.canonicalize_dtype(dtype)
   bits = jax.random.bits(_key(key), tuple(shape), jnp.uint32)
-  return random_bits.uniform(backend.xp, bits, dtype.name)
+  return random_bits.uniform(backend.xp, bits, dtype)
 
 
 def bernoulli_mask_sampled(p: Any, features: Any, key: Any) -> jax.Array:

@@ -67,7 +67,7 @@ def uniform_noise(shape: Any, seed: Any, dtype: Any = tf.float32,
   of the raw key ``uint32[k0, k1]`` for a pair). Words become noise by `random_bits.uniform`.
   """
   dtype = tf.as_dtype(dtype)
-  return random_bits.uniform(backend.xp, _bits(shape, _seed(seed), generator), dtype.name)
+  return random_bits.uniform(backend.xp, _bits(shape, _seed(seed), generator), dtype)
 
 
 def bernoulli_mask_sampled(p: Any, features: Any, seed: Any,

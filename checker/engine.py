@@ -3,9 +3,11 @@ reference against finite differences.
 
 For each op and static-parameter set: the op's ``sample`` gives inputs; in float64
 the reference VJP is checked by finite differences (of the forward for exact ops, of
-the declared surrogate for surrogate ops); then for each dtype, backend, device and
-mode the forward values and the VJP for one shared random cotangent are compared with
-the reference at a dtype-aware tolerance, and with the backend's first device.
+the declared surrogate for surrogate ops; declared gradients have no oracle); then for
+each dtype, backend, device and mode the forward values and the VJP for one shared
+random cotangent are compared with the reference at a dtype-aware tolerance (`compare`),
+and with the backend's first device, and so are both on special values
+(`special_values`).
 Frameworks are imported only through `crossgrad.backends.base.load`, and only for
 the backends asked for.
 """
@@ -21,14 +23,14 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from crossgrad.checker import finite_diff
-from crossgrad.registry import op_registry, validation
+from crossgrad.checker import compare, finite_diff, selection, special_values
+from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 from crossgrad.checker.report import Report, Row
 
-TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
-DEFAULT_BACKENDS = ("tensorflow", "jax")
+TOLERANCE = compare.TOLERANCE
+max_relative_error = compare.max_relative_error
 DEFAULT_DTYPES = ("float32", "float64")
 
 
@@ -37,37 +39,9 @@ def _load(name: str):
   return base.load(name)
 
 
-def max_relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
-  """max |a - e| over the largest magnitude of either; inf on shape or NaN mismatch."""
-  actual, expected = np.asarray(actual), np.asarray(expected)
-  if actual.shape != expected.shape:
-    return float("inf")
-  a, e = actual.astype(np.float64), expected.astype(np.float64)
-  if not np.array_equal(np.isnan(a), np.isnan(e)):
-    return float("inf")
-  a, e = np.nan_to_num(a), np.nan_to_num(e)
-  scale = max(np.max(np.abs(a), initial=0.0), np.max(np.abs(e), initial=0.0))
-  diff = np.max(np.abs(a - e), initial=0.0)
-  return 0.0 if diff == 0 else float(diff / max(scale, np.finfo(np.float64).tiny))
-
-
-def _compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]):
-  """Worst error over the pairs, and a note naming the worst one or a dtype mismatch."""
-  worst, note = 0.0, ""
-  for name, a, e in zip(names, actual, expected):
-    if e is None:
-      continue
-    a, e = np.asarray(a), np.asarray(e)
-    if a.dtype != e.dtype:
-      return float("inf"), f"{name}: dtype {a.dtype}, reference {e.dtype}"
-    if a.shape != e.shape:
-      return float("inf"), f"{name}: shape {a.shape}, reference {e.shape}"
-    err = max_relative_error(a, e)
-    if not np.issubdtype(e.dtype, np.floating) and err:
-      return float("inf"), f"{name}: integer values differ"
-    if err > worst or not note:
-      worst, note = err, f"worst: {name}"
-  return worst, note
+def _default_backends() -> list[str]:
+  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  return base.default_backends()
 
 
 def _cast_inputs(inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray]:
@@ -93,9 +67,11 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
                            seed: int = 0) -> list[Row]:
   """float64 rows checking the reference backward by finite differences.
 
-  Exact ops, and a surrogate op's ``exact_inputs``, are checked against the forward;
-  a surrogate op's other inputs against its ``surrogate`` (when declared), with an
-  informational ``fd_forward`` row showing how far they are from the forward's derivative.
+  Exact ops, and the ``exact_inputs`` of the others, are checked against the forward; a
+  surrogate op's other inputs against its ``surrogate``, with an informational
+  ``fd_forward`` row showing how far they are from the forward's derivative; a declared
+  op's other inputs have no oracle: an informational ``declared`` row says so, with the
+  same distance.
   """
   reference = _load("numpy")
   inputs = _cast_inputs(inputs, "float64")
@@ -149,13 +125,18 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
   if op.exact_argnums:
     rows.append(row("fd", forward, op.exact_argnums, True, against_forward))
   surrogate_argnums = tuple(i for i in op.diff_argnums if i not in op.exact_argnums)
+  if op.gradient == "declared":
+    rows.append(row("declared", forward, surrogate_argnums, False,
+                    lambda p: "no oracle: the backward is declared, so it is only compared "
+                    "across backends" + ("; it equals the forward's derivative: could be "
+                                         "exact" if p else "")))
+    return rows
   rows.append(row("fd_forward", forward, surrogate_argnums, False,
                   lambda p: "backward equals the forward's derivative: could be exact" if p
                   else "surrogate: backward is not the forward's derivative, as declared"))
-  if op.surrogate is not None:
-    rows.append(row("fd", op.surrogate, surrogate_argnums, True,
-                    lambda p: "backward matches the surrogate's derivative" if p
-                    else "backward is NOT the derivative of the declared surrogate"))
+  rows.append(row("fd", op.surrogate, surrogate_argnums, True,
+                  lambda p: "backward matches the surrogate's derivative" if p
+                  else "backward is NOT the derivative of the declared surrogate"))
   return rows
 
 
@@ -170,15 +151,15 @@ def _select_devices(available: Sequence[str], devices: str | Sequence[str]):
 
 
 def _device_row(op, label, backend, device, dtype, mode, results, first, names,
-                tolerance) -> Row:
+                tolerance, bitwise=False) -> Row:
   """Compares one device's outputs and cotangents with the first device's."""
   first_device, first_results = first
-  err, note = _compare([*results[0], *results[1]], [*first_results[0], *first_results[1]],
-                       names)
-  passed = err <= tolerance
-  detail = "bitwise equal" if err == 0 else note
-  return Row(op.name, label, backend, device, dtype, mode, "device", err, tolerance, passed,
-             f"vs {first_device}: {detail}")
+  result = compare.compare([*results[0], *results[1]], [*first_results[0], *first_results[1]],
+                           names, tolerance, bitwise=bitwise, reference=first_device)
+  detail = ("bitwise equal" if result.identical
+            else result.note or f"within tolerance, {result.ulps:.0f} ulps apart")
+  return Row(op.name, label, backend, device, dtype, mode, "device", result.error, tolerance,
+             result.ok, f"vs {first_device}: {detail}", 0.0, result.ulps)
 
 
 def _environment(backends: Iterable[str]) -> dict[str, Any]:
@@ -199,38 +180,53 @@ def _first_line(e: BaseException) -> str:
 def cross_check(
     ops: Iterable[str | OpDef] | str | OpDef | None = None,
     *,
-    backends: Sequence[str] = DEFAULT_BACKENDS,
+    backends: Sequence[str] | None = None,
     dtypes: Sequence[str] = DEFAULT_DTYPES,
     devices: str | Sequence[str] = "all",
     modes: Sequence[str] | None = None,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     inputs: Sequence[np.ndarray] | None = None,
+    tolerance: str | float | None = None,
+    special: bool = True,
 ) -> Report:
   """Cross-checks ops (names or `OpDef`s; default: every registered op).
 
   Args:
     ops: what to check.
-    backends: frameworks compared with the NumPy reference.
+    backends: frameworks compared with the NumPy reference (default: TensorFlow, JAX and
+      PyTorch where installed; `crossgrad.backends.base.default_backends`).
     dtypes: floating dtypes the inputs are cast to (integer inputs stay integer).
     devices: "all", a platform ("cpu", "gpu", "tpu") or device names ("gpu:1"), or a
       list of these. Where more than one device runs, ``device`` rows compare each one
       with the backend's first device (same dtype and mode); a request a backend has no
       device for is a failing row.
     modes: execution modes to cover, e.g. ("eager", "jit"); default every mode each
-      backend has (TensorFlow: eager, graph, jit; JAX: eager, jit).
+      backend has (TensorFlow: eager, graph, jit; JAX: eager, jit; torch: eager, compile).
     seed: seeds the sampled inputs, cotangents and finite-difference directions.
     progress: called with a line of text as each group of checks starts.
     inputs: arrays to check every op with instead of its ``sample`` (e.g. one op at a
       chosen size).
+    tolerance: relative tolerance of the comparison rows: None or "default" (per dtype,
+      `compare.TOLERANCE`), a number, or "bitwise": identical bits across backends,
+      modes and devices (NaN matches NaN); a row then names the first element that
+      differs.
+    special: also compare every setting on special values (``special`` rows).
 
   Returns:
-    A `Report`; ``report.ok`` is True only if every row passed.
+    A `Report`; ``report.ok`` is True only if every row passed and one checked something.
+
+  Raises:
+    CrossgradError: an unknown op, backend, dtype, device, mode or tolerance, or a
+      selection that checks nothing (`selection`).
   """
   start = time.perf_counter()
-  opdefs = op_registry.resolve(ops)
+  opdefs = selection.ops(ops)
   reference = _load("numpy")
-  modules = {name: _load(name) for name in backends if name != "numpy"}
+  backends = _default_backends() if backends is None else backends
+  modules = selection.backends(backends)
+  selection.check(opdefs, modules, dtypes, devices, modes)
+  tolerance = compare.check_tolerance(tolerance)
   say = progress or (lambda _: None)
   rows: list[Row] = []
   for index, op in enumerate(opdefs, 1):
@@ -248,12 +244,13 @@ def cross_check(
       rows.extend(finite_difference_rows(op, params, op_inputs, seed))
       for dtype in dtypes:
         rows.extend(_dtype_rows(op, params, label, _cast_inputs(op_inputs, dtype), dtype,
-                                reference, modules, devices, modes, seed, say))
+                                reference, modules, devices, modes, seed, say, tolerance,
+                                special))
   return Report(rows, time.perf_counter() - start, _environment(modules))
 
 
 def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, modes, seed,
-                say) -> list[Row]:
+                say, tolerance=None, special=True) -> list[Row]:
   rows = []
   rng = np.random.default_rng([seed, zlib.crc32(dtype.encode())])
   try:
@@ -265,7 +262,15 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
   except Exception as e:  # pylint: disable=broad-except
     return [Row(op.name, label, "numpy", "cpu:0", dtype, "eager", "reference", None, None,
                 False, _first_line(e))]
-  tolerance = TOLERANCE.get(dtype, 1e-5)
+  bitwise = tolerance == compare.BITWISE
+  tolerance = compare.tolerance_for(dtype, tolerance)
+  case = None
+  if special and modules:
+    try:
+      case = special_values.prepare(op, params, inputs, dtype, reference, seed)
+    except Exception as e:  # pylint: disable=broad-except
+      rows.append(Row(op.name, label, "numpy", "cpu:0", dtype, "eager", "special", None,
+                      None, False, "reference on special values: " + _first_line(e)))
   output_names = [f"output {i}" for i in range(len(ref_outputs))]
   input_names = [f"d{name}" for name in op.input_names]
   for name, module in modules.items():
@@ -297,13 +302,16 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
         seconds = time.perf_counter() - started
         if mode in first:
           rows.append(_device_row(op, label, name, device, dtype, mode, (outputs, cts),
-                                  first[mode], output_names + input_names, tolerance))
+                                  first[mode], output_names + input_names, tolerance,
+                                  bitwise))
         else:
           first[mode] = (device, (outputs, cts))
         for check, got, want, names in (("forward", outputs, ref_outputs, output_names),
                                         ("vjp", cts, ref_cts, input_names)):
-          err, note = _compare(got, want, names)
-          passed = err <= tolerance
-          rows.append(Row(op.name, label, name, device, dtype, mode, check, err, tolerance,
-                          passed, "" if passed else note, seconds))
+          result = compare.compare(got, want, names, tolerance, bitwise=bitwise)
+          rows.append(Row(op.name, label, name, device, dtype, mode, check, result.error,
+                          tolerance, result.ok, result.note, seconds, result.ulps))
+        if case is not None:
+          rows.append(special_values.row(op, params, label, module, device, dtype, mode,
+                                         case, tolerance, bitwise))
   return rows

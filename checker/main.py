@@ -1,16 +1,21 @@
-r"""Cross-checks crossgrad ops between NumPy, TensorFlow and JAX; exits non-zero on a mismatch.
+r"""Cross-checks crossgrad ops between NumPy, TensorFlow, JAX and PyTorch (where installed);
+exits non-zero on a mismatch.
 
   python -m crossgrad.check                        # every built-in op
   python -m crossgrad.check --module=my_ops --ops=clipped_ste --json=report.json
   crossgrad-check --backends=jax --dtypes=float64 --devices=gpu
+  python -m crossgrad.check --backends=torch --modes=eager,compile
   python -m crossgrad.check --cpu_devices=4 --devices=all   # cross-device rows on a CPU
   python -m crossgrad.check --html=report.html --all_rows   # a page for a CI artifact
+  python -m crossgrad.check --module=path/to/my_ops.py --tolerance=bitwise
 
 The report: a summary grid (op and parameter set x backend and mode, worst error per
 cell), the failing rows, then with --all_rows every row.
+
+Exit status: 0 if every check passed, 1 if one failed, 2 for a bad flag value or a
+selection that checks nothing (a one-line message on stderr).
 """
 
-import importlib
 import sys
 
 from absl import app
@@ -18,27 +23,38 @@ from absl import flags
 
 from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
+from crossgrad.checker import compare
 from crossgrad.checker import engine
 from crossgrad.checker import grid
 from crossgrad.checker import html_report
 from crossgrad.checker import quiet
+from crossgrad.checker import selection
 from crossgrad.registry import op_registry
 from crossgrad.registry import ops  # pylint: disable=unused-import  # The built-in ops.
 from crossgrad.registry.errors import CrossgradError
 
 _OPS = flags.DEFINE_list("ops", None, "Ops to check (default: every registered op).")
-_BACKENDS = flags.DEFINE_list("backends", ["tensorflow", "jax"],
-                              "Backends compared with the NumPy reference.")
+_BACKENDS = flags.DEFINE_list("backends", base.default_backends(),
+                              "Backends compared with the NumPy reference (default: "
+                              "tensorflow, jax, and torch where installed).")
 _DTYPES = flags.DEFINE_list("dtypes", ["float32", "float64"], "Floating dtypes to check.")
 _DEVICES = flags.DEFINE_list("devices", ["all"],
-                             "'all', platforms (cpu, gpu, tpu) or device names (gpu:0).")
+                             "'all', platforms (cpu, gpu, tpu, cuda) or device names (gpu:0, "
+                             "cuda:0).")
 _MODES = flags.DEFINE_list("modes", None,
-                           "Execution modes (eager, graph, jit); default: all of each backend.")
+                           "Execution modes (eager, graph, jit, compile); default: all of "
+                           "each backend.")
 _CPU_DEVICES = flags.DEFINE_integer(
     "cpu_devices", None, "Split the host CPU into this many logical devices (cpu:0 ...) "
     "in every backend before checking, to cover multi-device runs without accelerators.")
-_MODULE = flags.DEFINE_multi_string("module", [],
-                                    "Module to import first, to register ops (repeatable).")
+_MODULE = flags.DEFINE_multi_string(
+    "module", [], "Module to import first, to register ops: a dotted name or a .py path "
+    "(repeatable).")
+_TOLERANCE = flags.DEFINE_string(
+    "tolerance", "default", "'default' (relative, per dtype), a number (relative), or "
+    "'bitwise': identical bits across backends, modes and devices.")
+_SPECIAL = flags.DEFINE_bool("special", True, "Also compare on special values (0, -0.0, "
+                             "+-inf, NaN, the dtype's extremes, the ops' own edges).")
 _JSON = flags.DEFINE_string("json", None, "Write the report as JSON to this path.")
 _HTML = flags.DEFINE_string("html", None, "Write the report as one self-contained HTML page.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed for inputs, cotangents and directions.")
@@ -48,7 +64,7 @@ _LIST = flags.DEFINE_bool("list", False, "List the registered ops and exit.")
 
 
 def _fail(message: str) -> int:
-  print(message, file=sys.stderr)
+  print(" ".join(message.split()), file=sys.stderr)  # One line.
   return 2
 
 
@@ -66,22 +82,30 @@ def _check(argv) -> int:
     return _fail(f"[crossgrad] unexpected arguments: {argv[1:]}")
   try:
     for module in _MODULE.value:
-      importlib.import_module(module)
+      try:
+        selection.load_module(module)
+      except ImportError as e:
+        raise CrossgradError("cannot import the module", argument="--module",
+                             actual=f"{module!r} ({type(e).__name__}: {e})") from None
     if _LIST.value:
       for name in op_registry.names():
         print(f"{name:24s} {op_registry.get(name).doc}")
       return 0
-    ops = op_registry.resolve(_OPS.value)
+    ops = selection.ops(_OPS.value, flags=True)
+    for name in _BACKENDS.value:
+      if name not in base.names():
+        raise selection.unknown("--backends", name, base.names())
     if _CPU_DEVICES.value is not None:
       cpu_devices.configure(_CPU_DEVICES.value,
                             [b for b in _BACKENDS.value if b != "numpy"])
-    for name in _BACKENDS.value:
-      base.load(name)
+    modules = selection.backends(_BACKENDS.value, flags=True)
+    selection.check(ops, modules, _DTYPES.value, _DEVICES.value, _MODES.value, flags=True)
+    tolerance = compare.check_tolerance(_TOLERANCE.value, "--tolerance")
     report = engine.cross_check(
         ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
-        modes=_MODES.value, seed=_SEED.value,
+        modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=_SPECIAL.value,
         progress=lambda line: print(line, file=sys.stderr, flush=True))
-  except (CrossgradError, ImportError) as e:
+  except CrossgradError as e:
     return _fail(str(e))
   print(grid.text_report(report, all_rows=_ALL_ROWS.value))
   if _JSON.value:
@@ -89,7 +113,11 @@ def _check(argv) -> int:
       f.write(report.to_json())
   if _HTML.value:
     html_report.write(_HTML.value, report, all_rows=_ALL_ROWS.value)
-  return 0 if report.ok and report.rows else 1
+  if not report.checked:
+    return _fail(str(selection.nothing_to_check(
+        "--ops", "every row is skipped or informational (e.g. a declared gradient with "
+        "--backends= empty)")))
+  return 0 if report.ok else 1
 
 
 def run():

@@ -30,11 +30,19 @@ class Capture:
     return self.path
 
 
+def _is_descriptor_2(stream) -> bool:
+  try:
+    return stream.fileno() == 2
+  except (AttributeError, OSError, ValueError):
+    return False
+
+
 @contextlib.contextmanager
 def captured(enabled: bool = True) -> Iterator[Capture]:
   """Within the block, descriptor 2 goes to a temporary file and ``sys.stderr`` to the
-  terminal; with ``enabled=False`` nothing changes (``--verbosity`` given)."""
-  if not enabled:
+  terminal; with ``enabled=False`` (``--verbosity`` given), or where ``sys.stderr`` is
+  not descriptor 2 (a caller capturing it, as pytest does), nothing changes."""
+  if not enabled or not _is_descriptor_2(sys.stderr):
     yield Capture(None)
     return
   sys.stderr.flush()

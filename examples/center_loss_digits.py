@@ -1,5 +1,5 @@
 r"""Softmax + center loss (seed 003; Wen et al., ECCV 2016) on scikit-learn's digits,
-in TensorFlow and in JAX.
+in TensorFlow, JAX and PyTorch (where installed).
 
 A small network maps each 8x8 digit to a 2-D feature, as the paper's Fig. 2 does for
 MNIST, followed by a linear softmax over the 10 classes. The loss of a batch is the
@@ -9,7 +9,7 @@ paper's Eq. 5, sums over the batch:
 
 crossgrad's `center_loss` hands the centers the paper's update as their gradient, so
 plain SGD with learning rate alpha / lambda on them is ``c_j <- c_j - alpha delta c_j``:
-no separate center-update op to remember. The network uses SGD with momentum. Both
+no separate center-update op to remember. The network uses SGD with momentum. All
 frameworks start from the same weights and see the same batches, with lambda = 0
 (softmax only) and lambda > 0; the features and the loss curves are saved as PNGs.
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Sequence
 
 from absl import app
 from absl import flags
@@ -157,6 +158,48 @@ def train_jax(setup: Setup) -> Result:
                 float(np.mean(predictions == setup.y_test)))
 
 
+def train_torch(setup: Setup) -> Result:
+  """The same network in torch, with crossgrad's `torch.nn.Module` `CenterLoss`."""
+  import torch  # pylint: disable=g-import-not-at-top
+  from crossgrad.layers import torch_center_loss  # pylint: disable=g-import-not-at-top
+  layers = [torch.nn.Linear(n_in, n_out) for n_in, n_out in zip(SIZES[:-1], SIZES[1:])]
+  with torch.no_grad():
+    for layer, (kernel, bias) in zip(layers, setup.weights):
+      layer.weight.copy_(torch.as_tensor(kernel.T))
+      layer.bias.copy_(torch.as_tensor(bias))
+  center_loss = torch_center_loss.CenterLoss(SIZES[-1], SIZES[2], weight=setup.lam)
+  variables = [p for layer in layers for p in layer.parameters()]
+  velocities = [torch.zeros_like(v) for v in variables]
+
+  def features(x):
+    return layers[1](torch.relu(layers[0](x)))
+
+  losses = []
+  for b in setup.batches:
+    x, y = torch.as_tensor(setup.x_train[b]), torch.as_tensor(setup.y_train[b])
+    f = features(x)
+    softmax = torch.nn.functional.cross_entropy(layers[2](f), y.long(), reduction="sum")
+    loss = softmax + center_loss(f, y)
+    *grads, center_grad = torch.autograd.grad(loss, variables + [center_loss.centers])
+    with torch.no_grad():  # Momentum SGD as in the other frameworks.
+      for v, velocity, g in zip(variables, velocities, grads):
+        velocity.mul_(MOMENTUM).add_(g)
+        v.sub_(LEARNING_RATE * velocity)
+      center_loss.centers.sub_(setup.center_learning_rate * center_grad)
+    losses.append(float(loss))
+  with torch.no_grad():
+    test_features = features(torch.as_tensor(setup.x_test))
+    predictions = np.argmax(layers[2](test_features).numpy(), axis=1)
+  return Result(losses, test_features.numpy(), center_loss.centers.detach().numpy(),
+                float(np.mean(predictions == setup.y_test)))
+
+
+def frameworks() -> tuple[str, ...]:
+  """TensorFlow and JAX, and PyTorch where it is installed."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  return ("tensorflow", "jax") + (("torch",) if importlib.util.find_spec("torch") else ())
+
+
 def compactness(features: np.ndarray, labels: np.ndarray) -> float:
   """Mean distance to the own class mean over the mean distance between class means.
 
@@ -170,12 +213,19 @@ def compactness(features: np.ndarray, labels: np.ndarray) -> float:
 
 
 def run(epochs: int, lam: float, alpha: float, seed: int = 0) -> dict:
-  """Trains both frameworks with lambda = 0 and with ``lam``: {lambda: {framework: Result}}."""
+  """Trains every framework with lambda = 0 and with ``lam``: {lambda: {framework: Result}}."""
+  train = {"tensorflow": train_tensorflow, "jax": train_jax, "torch": train_torch}
   results = {}
   for weight in (0.0, lam):
     setup = make_setup(epochs, weight, alpha, seed)
-    results[weight] = {"tensorflow": train_tensorflow(setup), "jax": train_jax(setup)}
+    results[weight] = {name: train[name](setup) for name in frameworks()}
   return results
+
+
+def relative_gap(losses: Sequence[float], reference: Sequence[float]) -> np.ndarray:
+  """``|losses - reference| / |reference|`` per step."""
+  reference = np.asarray(reference)
+  return np.abs(np.asarray(losses) - reference) / np.abs(reference)
 
 
 def save_plots(results: dict, labels: np.ndarray, out_dir: str) -> list[str]:
@@ -184,10 +234,11 @@ def save_plots(results: dict, labels: np.ndarray, out_dir: str) -> list[str]:
   matplotlib.use("Agg")
   from matplotlib import pyplot as plt  # pylint: disable=g-import-not-at-top
   os.makedirs(out_dir, exist_ok=True)
-  frameworks = ("tensorflow", "jax")
-  fig, axes = plt.subplots(len(results), 2, figsize=(10, 5 * len(results)), squeeze=False)
+  names = list(next(iter(results.values())))
+  fig, axes = plt.subplots(len(results), len(names), figsize=(5 * len(names), 5 * len(results)),
+                           squeeze=False)
   for row, (lam, by_framework) in enumerate(results.items()):
-    for col, name in enumerate(frameworks):
+    for col, name in enumerate(names):
       result, ax = by_framework[name], axes[row][col]
       ax.scatter(*result.features.T, c=labels, cmap="tab10", s=6, vmin=-0.5, vmax=9.5)
       if lam:
@@ -200,18 +251,19 @@ def save_plots(results: dict, labels: np.ndarray, out_dir: str) -> list[str]:
   fig.savefig(features_png, dpi=90)
   plt.close(fig)
 
-  fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+  fig, axes = plt.subplots(1, len(names) + 1, figsize=(5 * (len(names) + 1), 4.5))
   for lam, by_framework in results.items():
-    tf_losses, jax_losses = (np.array(by_framework[n].losses) for n in frameworks)
-    for ax, losses, name in zip(axes, (tf_losses, jax_losses), frameworks):
-      ax.plot(losses, lw=0.8, label=f"lambda={lam:g}")
+    for ax, name in zip(axes, names):
+      ax.plot(by_framework[name].losses, lw=0.8, label=f"lambda={lam:g}")
       ax.set(xlabel="step", ylabel="batch loss (sum over the batch)", yscale="log",
              title=name)
-    steps = np.arange(len(tf_losses))
-    gap = np.abs(tf_losses - jax_losses) / np.abs(tf_losses)
-    axes[2].semilogy(steps[gap > 0], gap[gap > 0], ".", ms=3, label=f"lambda={lam:g}")
-  axes[2].set(xlabel="step", ylabel="|tf - jax| / |tf| (exact zeros not drawn)",
-              title="same seed, same batches: relative gap")
+    for name in names[1:]:
+      gap = relative_gap(by_framework[name].losses, by_framework[names[0]].losses)
+      steps = np.arange(len(gap))
+      axes[-1].semilogy(steps[gap > 0], gap[gap > 0], ".", ms=3,
+                        label=f"{name}, lambda={lam:g}")
+  axes[-1].set(xlabel="step", ylabel=f"|x - {names[0]}| / |{names[0]}| (exact zeros not drawn)",
+               title="same seed, same batches: relative gap")
   for ax in axes:
     ax.legend()
   curves_png = os.path.join(out_dir, "center_loss_digits_curves.png")
@@ -239,9 +291,10 @@ def main(argv):
     for name, r in by_framework.items():
       print(f"{lam:7g} {name:>10} {r.losses[-1]:11.4f} {r.accuracy:9.3f} "
             f"{compactness(r.features, labels):12.3f}")
-    tf_losses, jax_losses = (np.array(by_framework[n].losses) for n in ("tensorflow", "jax"))
-    print(f"        max |tf - jax| / |tf| over {len(tf_losses)} steps: "
-          f"{np.max(np.abs(tf_losses - jax_losses) / np.abs(tf_losses)):.2e}")
+    tf_losses = by_framework["tensorflow"].losses
+    for name in list(by_framework)[1:]:
+      print(f"        max |tf - {name}| / |tf| over {len(tf_losses)} steps: "
+            f"{np.max(relative_gap(by_framework[name].losses, tf_losses)):.2e}")
   for path in save_plots(results, labels, FLAGS.out_dir):
     print("wrote", path)
 

@@ -1,10 +1,11 @@
-r"""The seeds' simple network (seeds 000 and 003) in TensorFlow 2 and in JAX.
+r"""The seeds' simple network (seeds 000 and 003) in TensorFlow 2, JAX and PyTorch.
 
     d = data + c;  e = custom_add(c, k, d);  a = d * e
     loss = softmax_cross_entropy(logits=a, onehot_labels=[0, 1]);  Adam(lr=1e-3, eps=0.1)
 
-``custom_add`` carries the seeds' overridden gradient. Both frameworks start from the
-same truncated-normal values and print their loss curves side by side:
+``custom_add`` carries the seeds' overridden gradient. The frameworks (PyTorch where it
+is installed) start from the same truncated-normal values and print their loss curves
+side by side, with the largest gap between them:
 
   python -m crossgrad.examples.simple_network --steps=200
 """
@@ -83,20 +84,50 @@ def train_jax(c0: np.ndarray, k0: np.ndarray, steps: int) -> list[float]:
   return losses
 
 
-def run(steps: int, seed: int = 0) -> tuple[list[float], list[float]]:
-  """Trains both frameworks from the same start; returns (tensorflow, jax) loss curves."""
+def train_torch(c0: np.ndarray, k0: np.ndarray, steps: int) -> list[float]:
+  import torch  # pylint: disable=g-import-not-at-top
+  custom_add = cg.torch.get("custom_add")
+  data, labels = torch.as_tensor(DATA), torch.as_tensor(LABELS)
+  params = [torch.nn.Parameter(torch.tensor(c0)), torch.nn.Parameter(torch.tensor(k0))]  # Copies.
+  m, v = [torch.zeros(2) for _ in params], [torch.zeros(2) for _ in params]
+  losses = []
+  for t in range(1, steps + 1):
+    c, k = params
+    d = data + c
+    loss = -torch.sum(labels * torch.log_softmax(d * custom_add(c, k, d), 0))
+    grads = torch.autograd.grad(loss, params)
+    with torch.no_grad():  # Adam as in train_jax (torch.optim.Adam puts epsilon elsewhere).
+      lr = LEARNING_RATE * (1 - BETA2**t) ** 0.5 / (1 - BETA1**t)
+      for p, mi, vi, g in zip(params, m, v, grads):
+        mi.add_((g - mi) * (1 - BETA1))
+        vi.add_((g * g - vi) * (1 - BETA2))
+        p.sub_(lr * mi / (vi.sqrt() + EPSILON))
+    losses.append(float(loss))
+  return losses
+
+
+def frameworks() -> list[str]:
+  """TensorFlow and JAX, and PyTorch where it is installed."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  return ["tensorflow", "jax"] + (["torch"] if importlib.util.find_spec("torch") else [])
+
+
+def run(steps: int, seed: int = 0) -> dict[str, list[float]]:
+  """Trains each framework from the same start: {framework: loss curve}."""
   c0, k0 = initial_values(seed)
-  return train_tensorflow(c0, k0, steps), train_jax(c0, k0, steps)
+  train = {"tensorflow": train_tensorflow, "jax": train_jax, "torch": train_torch}
+  return {name: train[name](c0, k0, steps) for name in frameworks()}
 
 
 def main(argv):
   del argv
-  tf_losses, jax_losses = run(flags.FLAGS.steps, flags.FLAGS.seed)
-  print(f"{'step':>5} {'tensorflow':>12} {'jax':>12} {'|diff|':>10}")
-  every = max(1, len(tf_losses) // 20)
-  for i in sorted(set(range(0, len(tf_losses), every)) | {len(tf_losses) - 1}):
-    print(f"{i + 1:5d} {tf_losses[i]:12.6f} {jax_losses[i]:12.6f} "
-          f"{abs(tf_losses[i] - jax_losses[i]):10.2e}")
+  curves = run(flags.FLAGS.steps, flags.FLAGS.seed)
+  losses = np.array(list(curves.values()))
+  print(f"{'step':>5} " + " ".join(f"{name:>12}" for name in curves) + f" {'max |diff|':>10}")
+  every = max(1, losses.shape[1] // 20)
+  for i in sorted(set(range(0, losses.shape[1], every)) | {losses.shape[1] - 1}):
+    print(f"{i + 1:5d} " + " ".join(f"{x:12.6f}" for x in losses[:, i])
+          + f" {np.ptp(losses[:, i]):10.2e}")
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ def logits(backend: str, params, h, m, n_valid):
   module = getattr(cg, backend)
   xp = module.xp
   w1, b1, w2, b2, w3, b3 = params
-  x = cg.SparseData(h, m, (SIZE, SIZE, 1), xp.zeros((1,), "float32"), n_valid)
+  x = cg.SparseData(h, m, (SIZE, SIZE, 1), xp.zeros((1,), dtype=xp.float32), n_valid)
   for (w, b), capacity in zip(((w1, b1), (w2, b2)), capacities(h.shape[0])):
     x = module.sparse_conv2d(x, w, b, F, capacity=capacity)
     # where(), not maximum(): at 0 (the first ground state, with zero biases) JAX
@@ -104,12 +104,12 @@ def logits(backend: str, params, h, m, n_valid):
     x = cg.SparseData(x.H, relu(x.M), x.dense_shape, relu(x.ground_state), x.n_valid)
   # Mean over each quadrant of the grid: active values plus the ground state elsewhere.
   half = x.dense_shape[0] // 2
-  rows, cols = xp.take(xp.transpose(x.H), 0), xp.take(xp.transpose(x.H), 1)
-  valid = xp.arange(x.capacity, "int32") < xp.astype(x.n_valid, "int32")
-  quadrant = xp.where(valid, xp.astype(rows >= half, "int32") * 2
-                      + xp.astype(cols >= half, "int32"), -1)
+  rows, cols = x.H[:, 0], x.H[:, 1]
+  valid = xp.arange(x.capacity, dtype=xp.int32) < xp.astype(xp.asarray(x.n_valid), xp.int32)
+  quadrant = xp.where(valid, xp.astype(rows >= half, xp.int32) * 2
+                      + xp.astype(cols >= half, xp.int32), -1)
   sums = xp.segment_sum(x.M, quadrant, 4)
-  counts = xp.segment_sum(xp.astype(valid, "float32"), quadrant, 4)
+  counts = xp.segment_sum(xp.astype(valid, xp.float32), quadrant, 4)
   ground = (half * half - xp.reshape(counts, (4, 1))) * xp.reshape(x.ground_state, (1, -1))
   pooled = (sums + ground) / (half * half)
   return xp.matmul(xp.reshape(pooled, (1, -1)), w3)[0] + b3

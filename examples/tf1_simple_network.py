@@ -50,7 +50,7 @@ def backprop_func(op, grad):
 
 
 TF1_CUSTOM_ADD = tf1.port(
-    "tf1_custom_add", forward_func, backprop_func, gradient="surrogate",
+    "tf1_custom_add", forward_func, backprop_func, gradient="declared",
     sample=lambda rng: tuple(rng.standard_normal((2,)) for _ in range(3)),
     doc="seeds 000/003's py_func add with its overridden gradient, ported from TF1")
 

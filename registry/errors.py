@@ -46,12 +46,16 @@ class CrossgradError(ValueError):
     if self.argument is not None:
       where.append(self.argument)
     text = "[crossgrad] " + (", ".join(where) + ": " if where else "") + self.problem
-    if self.expected is not None and self.actual is not None:
-      text += f": expected {self.expected}, got {self.actual}"
-    elif self.expected is not None:
-      text += f": expected {self.expected}"
-    elif self.actual is not None:
-      text += f": got {self.actual}"
+    # Parts that already start with their word (a wrapped message: "got an unexpected
+    # keyword argument") do not get it twice.
+    expected, actual = (_after(v, word) for v, word in ((self.expected, "expected"),
+                                                         (self.actual, "got")))
+    if expected is not None and actual is not None:
+      text += f": expected {expected}, got {actual}"
+    elif expected is not None:
+      text += f": expected {expected}"
+    elif actual is not None:
+      text += f": got {actual}"
     if self.hint:
       text += f". {self.hint}"
     return text
@@ -67,3 +71,10 @@ class CrossgradError(ValueError):
         actual=self.actual,
         hint=self.hint,
     )
+
+
+def _after(value: Any, word: str) -> Any:
+  """``value`` without a leading ``word`` (as text), or unchanged."""
+  if isinstance(value, str) and value.startswith(word + " "):
+    return value[len(word) + 1:]
+  return value

@@ -25,7 +25,7 @@ def register(op: OpDef) -> OpDef:
     if existing.same_definition(op):
       return existing
     raise CrossgradError(
-        "name already registered with a different definition", op=op.name,
+        "name already registered with a different definition", op=op.name, argument="name",
         hint="Pick another name, or unregister the old op first")
   _OPS[op.name] = op
   return op

@@ -9,13 +9,21 @@ from typing import Any, Callable, Mapping, Sequence
 
 from crossgrad.registry.errors import CrossgradError
 
-GRADIENT_KINDS = ("exact", "surrogate")
+GRADIENT_KINDS = ("exact", "surrogate", "declared")
+# Differences between frameworks an op may declare for the cross-check's special values.
+SPECIAL_DIFFERENCES = {
+    "daz": "subnormal inputs read as zero (DAZ), as TensorFlow and XLA do on CPU",
+    "signed_zero": "the sign of a zero result differs (xp.sign(-0.0) is 0.0 in NumPy and "
+                   "TensorFlow, -0.0 in JAX)",
+    "overflow_order": "a sum that overflows depends on the order it adds in (NaN, +-inf or "
+                      "a finite value, by framework)",
+}
 _NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class OpDef:
-  """A custom-gradient op written once against a NumPy-style namespace ``xp``.
+  """A custom-gradient op written once against ``xp``, the Array API standard namespace.
 
   Attributes:
     name: registry name, letters, digits, ``_`` and ``.``.
@@ -26,15 +34,19 @@ class OpDef:
       input (``None`` for non-differentiable ones). ``g`` mirrors ``outputs``;
       integer outputs get ``None``.
     gradient: ``"exact"`` (backward is the derivative of forward, checked by finite
-      differences) or ``"surrogate"`` (a deliberate replacement).
-    surrogate: for surrogate ops, ``surrogate(xp, *inputs, **params) -> outputs``, a
-      smooth function whose derivative the backward implements.
+      differences), ``"surrogate"`` (a deliberate replacement: the derivative of the
+      declared ``surrogate``, checked by finite differences of it) or ``"declared"``
+      (the backward is its own specification, e.g. a paper's update rule that no
+      function has as its derivative: no oracle, so it is only compared across
+      backends; the cross-check's ``declared`` rows say so).
+    surrogate: for surrogate ops (required there), ``surrogate(xp, *inputs, **params) ->
+      outputs``, a smooth function whose derivative the backward implements.
     sample: ``sample(rng) -> tuple of NumPy inputs`` used by the cross-check.
     nondiff: names or indices of inputs that get no cotangent (integer indices,
       noise); integer-typed inputs must be listed here.
-    exact_inputs: for surrogate ops, names or indices of inputs whose cotangent is
-      nonetheless the exact derivative of the forward (checked against it by finite
-      differences); the surrogate covers the other differentiable inputs.
+    exact_inputs: for surrogate and declared ops, names or indices of inputs whose
+      cotangent is nonetheless the exact derivative of the forward (checked against it
+      by finite differences); the surrogate (or the declaration) covers the others.
     param_sets: static-parameter settings the cross-check covers.
     check_inputs: ``check_inputs(specs, **params)`` raising `CrossgradError` for
       inputs the op cannot take; ``specs`` maps input name to `ArraySpec`.
@@ -42,6 +54,16 @@ class OpDef:
     unsupported_modes: ``{"backend:mode": reason}`` for execution modes the op cannot
       run in (e.g. a host callback under TF's XLA); the cross-check reports them as
       ``skipped`` rows with the reason instead of running them.
+    edge_samples: ``edge_samples(**params) -> floats``: the op's own boundaries (a clip
+      bound, rounding midpoints), which the cross-check's ``special`` rows feed in with
+      their neighbouring floats, besides 0, -0.0, +-inf, NaN and the dtype's extremes.
+    special_differences: ``{kind: reason}`` for legitimate framework differences the op
+      shows on special values, ``kind`` from `SPECIAL_DIFFERENCES` (``"daz"``: a
+      subnormal input read as zero changes a branch, e.g. ``x > 0`` at a kink: the row
+      also passes where the backend matches the reference run that way; ``"signed_zero"``:
+      0.0 and -0.0 results count as equal; ``"overflow_order"``: where either side is NaN
+      or infinite, as sums (matmul, reductions) of the dtype's extremes are); the row's
+      note names the difference and the reason.
   """
 
   name: str
@@ -56,6 +78,8 @@ class OpDef:
   check_inputs: Callable[..., None] | None = None
   doc: str = ""
   unsupported_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  edge_samples: Callable[..., Sequence[float]] | None = None
+  special_differences: Mapping[str, str] = dataclasses.field(default_factory=dict)
   input_names: tuple[str, ...] = dataclasses.field(init=False)
   param_defaults: Mapping[str, Any] = dataclasses.field(init=False)
   nondiff_argnums: tuple[int, ...] = dataclasses.field(init=False)
@@ -69,24 +93,36 @@ class OpDef:
           actual=repr(self.name))
     for field in ("forward", "backward"):
       if not callable(getattr(self, field)):
-        self._fail(f"'{field}' must be callable", actual=type(getattr(self, field)).__name__)
-    for field in ("surrogate", "sample", "check_inputs"):
+        self._fail(f"'{field}' must be callable", argument=field,
+                   actual=type(getattr(self, field)).__name__)
+    for field in ("surrogate", "sample", "check_inputs", "edge_samples"):
       value = getattr(self, field)
       if value is not None and not callable(value):
-        self._fail(f"'{field}' must be callable or None", actual=type(value).__name__)
+        self._fail(f"'{field}' must be callable or None", argument=field,
+                   actual=type(value).__name__)
     if self.gradient not in GRADIENT_KINDS:
-      self._fail("unknown 'gradient'", expected=" or ".join(map(repr, GRADIENT_KINDS)),
+      self._fail("unknown kind of gradient", argument="gradient",
+                 expected=" or ".join(map(repr, GRADIENT_KINDS)),
                  actual=repr(self.gradient))
-    if self.surrogate is not None and self.gradient == "exact":
-      self._fail("an exact op is checked against its forward; 'surrogate' only applies to "
-                 "gradient='surrogate'")
+    if self.surrogate is not None and self.gradient != "surrogate":
+      self._fail(f"'surrogate' only applies to gradient='surrogate' (a {self.gradient} op "
+                 "has none)", argument="surrogate")
     inputs, defaults = self._read_forward_signature()
     object.__setattr__(self, "input_names", inputs)
     object.__setattr__(self, "param_defaults", defaults)
+    if self.surrogate is None and self.gradient == "surrogate":
+      self._fail("gradient='surrogate' needs the function whose derivative the backward "
+                 "implements", argument="surrogate",
+                 expected=f"surrogate=lambda xp, {', '.join(inputs)}: ...", actual="None",
+                 hint="If no function has the backward as its derivative, declare "
+                      "gradient='declared'")
     self._check_signature("backward", self.backward, n_positional=3, with_inputs=False)
     if self.surrogate is not None:
       self._check_signature("surrogate", self.surrogate, n_positional=1 + len(inputs),
                             with_inputs=True)
+    if self.edge_samples is not None:
+      self._check_signature("edge_samples", self.edge_samples, n_positional=0,
+                            with_inputs=False)
     object.__setattr__(self, "nondiff_argnums", self._resolve_nondiff())
     object.__setattr__(self, "exact_argnums", self._resolve_exact())
     object.__setattr__(self, "param_sets", tuple(dict(p) for p in self.param_sets))
@@ -95,6 +131,12 @@ class OpDef:
       if not (isinstance(key, str) and key.count(":") == 1):
         self._fail("bad key in 'unsupported_modes'", argument="unsupported_modes",
                    expected="'backend:mode', e.g. 'tensorflow:jit'", actual=repr(key))
+    object.__setattr__(self, "special_differences", dict(self.special_differences))
+    for kind, reason in self.special_differences.items():
+      if kind not in SPECIAL_DIFFERENCES or not isinstance(reason, str) or not reason:
+        self._fail("bad entry in 'special_differences'", argument="special_differences",
+                   expected=f"{{kind: reason}} with kind one of {sorted(SPECIAL_DIFFERENCES)} "
+                   "and the reason in words", actual=f"{kind!r}: {reason!r}")
     for params in self.param_sets:
       self.resolve_params(params)
 
@@ -132,10 +174,13 @@ class OpDef:
     try:
       inspect.signature(fn).bind(*range(n_positional), **self.param_defaults)
     except TypeError as e:
-      shape = ("xp, " + ", ".join(self.input_names) if with_inputs else "xp, residuals, g")
-      params = "".join(f", {k}=..." for k in self.param_defaults)
+      shape = ("xp, " + ", ".join(self.input_names) if with_inputs
+               else "xp, residuals, g" if n_positional else "")
+      params = ", ".join(f"{k}=..." for k in self.param_defaults)
+      if params:
+        params = (", *, " if shape else "*, ") + params
       self._fail(f"'{field}' has the wrong signature", argument=field,
-                 expected=f"{field}({shape}{', *' if params else ''}{params})", actual=str(e))
+                 expected=f"{field}({shape}{params})", actual=str(e))
 
   def _argnums(self, field: str) -> tuple[int, ...]:
     argnums = []
@@ -162,8 +207,8 @@ class OpDef:
   def _resolve_exact(self) -> tuple[int, ...]:
     argnums = self._argnums("exact_inputs")
     if argnums and self.gradient == "exact":
-      self._fail("'exact_inputs' only applies to gradient='surrogate' (an exact op is exact "
-                 "in every input)", argument="exact_inputs")
+      self._fail("'exact_inputs' only applies to gradient='surrogate' or 'declared' (an "
+                 "exact op is exact in every input)", argument="exact_inputs")
     both = sorted(set(argnums) & set(self.nondiff_argnums))
     if both:
       self._fail("an input cannot be both exact and non-differentiable",

@@ -20,7 +20,7 @@ _PARITY = 0x1BD11BDA
 
 
 def _rotate_left(xp, x, r: int):
-  return xp.bitwise_or(xp.left_shift(x, r), xp.right_shift(x, 32 - r))
+  return xp.bitwise_or(xp.bitwise_left_shift(x, r), xp.bitwise_right_shift(x, 32 - r))
 
 
 def threefry2x32(xp, k0: Any, k1: Any, x0: Any, x1: Any) -> tuple[Any, Any]:
@@ -46,7 +46,8 @@ def threefry_bits(xp, k0: Any, k1: Any, counters: Any) -> Any:
   return xp.bitwise_xor(x0, x1)
 
 
-def uniform(xp, bits: Any, dtype: str) -> Any:
-  """``(bits >> (32 - k)) / 2**k`` for k = `UNIFORM_BITS`: exact in ``dtype``, below 1."""
-  k = UNIFORM_BITS[dtype]
-  return xp.astype(xp.right_shift(bits, 32 - k), dtype) * (2.0 ** -k)
+def uniform(xp, bits: Any, dtype: Any) -> Any:
+  """``(bits >> (32 - k)) / 2**k`` for k = `UNIFORM_BITS`: exact in ``dtype`` (the backend's
+  dtype object), below 1."""
+  k = UNIFORM_BITS[dtype.name]
+  return xp.astype(xp.bitwise_right_shift(bits, 32 - k), dtype) * (2.0 ** -k)

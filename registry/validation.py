@@ -7,7 +7,7 @@ checks, and the same messages, apply in NumPy, TensorFlow and JAX, at trace time
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -82,6 +82,27 @@ def check_forward_result(op: OpDef, backend: str, result: Any) -> tuple[Any, Any
   return result
 
 
+def check_output_dtypes(op: OpDef, backend: str, input_specs: Sequence[ArraySpec],
+                        output_specs: Sequence[ArraySpec]):
+  """The forward's floating outputs have its floating inputs' dtype (where they share one),
+  unless the op has a static ``dtype`` parameter (a cast chooses its output dtype).
+
+  A forward that changes it is at fault there, not in its backward: e.g. NumPy makes
+  float64 of ``xp.where(c, 1.0, -1.0)`` whatever the inputs' dtype.
+  """
+  floating = {spec.dtype for spec in input_specs if spec.is_floating}
+  if len(floating) != 1 or "dtype" in op.param_defaults:  # A `dtype` parameter chooses it.
+    return
+  (dtype,) = floating
+  for i, spec in enumerate(output_specs):
+    if spec.is_floating and spec.dtype != dtype:
+      raise CrossgradError(
+          "the forward's output has another dtype than its floating inputs", op=op.name,
+          backend=backend, argument=f"forward output {i}", expected=dtype, actual=str(spec),
+          hint="Where only Python scalars meet (xp.where(c, 1.0, -1.0)) NumPy makes float64: "
+               "use arrays of the input's dtype (xp.ones_like(x)) or xp.astype(..., x.dtype)")
+
+
 def cotangent_for(op: OpDef, output_specs: Sequence[ArraySpec], upstream: Sequence[Any],
                   zeros_like, single: bool):
   """The ``g`` handed to backward: floating outputs get a cotangent, integer ones None."""
@@ -114,7 +135,8 @@ def check_cotangents(op: OpDef, backend: str, input_specs: Sequence[ArraySpec],
       if ct is not None:
         raise CrossgradError(
             "non-differentiable input gets no cotangent", op=op.name, backend=backend,
-            argument=where, expected="None", actual=_describe(ct))
+            argument=where, actual=_describe(ct),
+            hint="Return None for it (it is listed in OpDef(nondiff=...))")
       continue
     if ct is None:
       raise CrossgradError(
@@ -134,9 +156,24 @@ def check_cotangents(op: OpDef, backend: str, input_specs: Sequence[ArraySpec],
   return tuple(cotangents)
 
 
+_VALUE_READERS: list[Callable[[Any], Any]] = []
+
+
+def register_value_reader(reader: Callable[[Any], Any]) -> None:
+  """Lets a backend read its own arrays for `concrete_values`: ``reader(x)`` returns NumPy
+  values, None while ``x`` is traced, or NotImplemented for an array it does not own."""
+  if reader not in _VALUE_READERS:
+    _VALUE_READERS.append(reader)
+
+
 def concrete_values(x: Any):
   """``x`` as a NumPy array where its values are known here, None while it is traced
-  (``jax.jit``, ``tf.function``): for checks of values, which only eager code can make."""
+  (``jax.jit``, ``tf.function``, ``torch.compile``): for checks of values, which only
+  eager code can make."""
+  for reader in _VALUE_READERS:
+    values = reader(x)
+    if values is not NotImplemented:
+      return values
   try:
     return np.asarray(x)
   except (TypeError, NotImplementedError):  # A jax tracer or a symbolic tf.Tensor.

@@ -25,7 +25,7 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *, stride
   """The next `SparseData` after convolving ``x`` with ``W`` and adding ``b``.
 
   Args:
-    backend: "numpy", "tensorflow" or "jax".
+    backend: "numpy", "tensorflow", "jax" or "torch".
     x: the input `SparseData` (its arrays from ``backend``).
     W: HWIO kernel ``f x f x n_in x n_out``, or seed 001's ``f*f*n_in x n_out``.
     b: bias, ``n_out``.
@@ -60,7 +60,7 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *, stride
   weights = xp.reshape(W, (kk * n_in, n_out))
   rows = book.out_capacity
   q = module.get("sparse_q")(x.M, x.ground_state, book.h_out, book.dst)
-  live = xp.reshape(xp.arange(rows, dtype=book.h_out.dtype), (rows, 1)) < book.n_out
+  live = xp.reshape(xp.arange(rows, dtype=xp.int32), (rows, 1)) < book.n_out
   m_out = xp.matmul(q, weights) + xp.reshape(b, (1, n_out))
   m_out = xp.where(live, m_out, xp.zeros_like(m_out))
   n_valid = book.n_out if isinstance(book.n_out, int) else xp.minimum(book.n_out, rows)

@@ -21,13 +21,15 @@ from crossgrad.registry.errors import CrossgradError
 
 
 def backend_of(*arrays: Any) -> str:
-  """The backend name ("numpy", "tensorflow", "jax") the arrays belong to."""
+  """The backend name ("numpy", "tensorflow", "jax", "torch") the arrays belong to."""
   for x in arrays:
     module = type(x).__module__
     if module.startswith("tensorflow"):
       return "tensorflow"
     if module.startswith(("jax", "jaxlib")):
       return "jax"
+    if module.startswith("torch"):
+      return "torch"
   return "numpy"
 
 
@@ -57,8 +59,8 @@ def namespace(backend: str):
 
 
 def dtype_name(x: Any) -> str:
-  """The dtype's name ("float32") of a NumPy, TensorFlow or JAX array."""
-  return getattr(x.dtype, "name", str(x.dtype))
+  """The dtype's name ("float32") of a NumPy, TensorFlow, JAX or torch array."""
+  return getattr(x.dtype, "name", str(x.dtype).removeprefix("torch."))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +81,8 @@ class SparseData:
                            backend=backend_of(self.H), argument="H",
                            expected="int32 or int64", actual=index_type)
     if index_type == "int64":
-      object.__setattr__(self, "H", namespace(backend_of(self.H)).astype(self.H, "int32"))
+      xp = namespace(backend_of(self.H))
+      object.__setattr__(self, "H", xp.astype(self.H, xp.int32))
     if self.n_valid is None:
       object.__setattr__(self, "n_valid", int(self.H.shape[0]))
     validate(self)
@@ -105,12 +108,11 @@ class SparseData:
                            actual=tuple(dense.shape))
     h, w, n = (int(d) for d in dense.shape)
     if ground_state is None:
-      ground_state = xp.zeros((n,), dense.dtype)
+      ground_state = xp.zeros((n,), dtype=dense.dtype)
     flat = xp.reshape(dense, (h * w, n))
-    active = xp.greater(xp.sum(xp.astype(xp.logical_not(xp.equal(
-        flat, xp.reshape(ground_state, (1, n)))), "int32"), axis=1), 0)
-    count = xp.astype(active, "int32")
-    n_valid = xp.astype(xp.sum(count), "int32")
+    active = xp.any(xp.not_equal(flat, xp.reshape(ground_state, (1, n))), axis=1)
+    count = xp.astype(active, xp.int32)
+    n_valid = xp.sum(count, dtype=xp.int32)
     known = validation.concrete_values(n_valid)
     if capacity is None:
       capacity = max(1, int(known)) if known is not None else h * w
@@ -118,23 +120,22 @@ class SparseData:
       raise CrossgradError("more active sites than the capacity", op="SparseData",
                            backend=backend, argument="capacity",
                            expected=f">= {int(known)}", actual=capacity)
-    slot = xp.where(active, xp.cumsum(count, 0) - 1, capacity)
-    site = xp.segment_sum(xp.arange(h * w, "int32") + 1, slot, capacity) - 1
+    slot = xp.where(active, xp.cumulative_sum(count, axis=0, dtype=xp.int32) - 1, capacity)
+    site = xp.segment_sum(xp.arange(h * w, dtype=xp.int32) + 1, slot, capacity) - 1
     grid = np.stack(np.divmod(np.arange(h * w, dtype=np.int32), np.int32(w)), 1)
     sites = xp.segment_sum(grid + 1, slot, capacity) - 1
-    return cls(sites, xp.take(flat, site), (h, w, n), ground_state,
+    return cls(sites, xp.take(flat, site, axis=0), (h, w, n), ground_state,
                int(known) if known is not None else n_valid)
 
   def to_dense(self) -> Any:
     """The ``h x w x n`` dense array (differentiable in M and ground_state)."""
     xp = namespace(backend_of(self.M, self.ground_state))
     h, w, n = self.dense_shape
-    rows = xp.reshape(xp.arange(self.capacity, "int32"), (self.capacity, 1))
-    valid = rows < xp.astype(self.n_valid, "int32")
-    columns = xp.transpose(self.H)
+    rows = xp.reshape(xp.arange(self.capacity, dtype=xp.int32), (self.capacity, 1))
+    valid = rows < xp.astype(xp.asarray(self.n_valid), xp.int32)
     where = xp.where(xp.reshape(valid, (-1,)),
-                     xp.take(columns, 0) * w + xp.take(columns, 1), -1)
-    hit = xp.segment_sum(xp.astype(valid, "int32"), where, h * w) > 0  # h*w x 1
+                     self.H[:, 0] * w + self.H[:, 1], -1)
+    hit = xp.segment_sum(xp.astype(valid, xp.int32), where, h * w) > 0  # h*w x 1
     values = xp.segment_sum(self.M, where, h * w)
     dense = xp.where(hit, values, xp.reshape(self.ground_state, (1, n)))
     return xp.reshape(dense, (h, w, n))
@@ -153,9 +154,9 @@ class SparseData:
                            argument="n_valid", expected="eager values",
                            actual="a traced value", hint="Keep the padded form under jit")
     xp = namespace(backend_of(self.M))
-    keep = xp.arange(int(n), "int32")
-    return SparseData(xp.take(self.H, keep), xp.take(self.M, keep), self.dense_shape,
-                      self.ground_state, int(n))
+    keep = xp.arange(int(n), dtype=xp.int32)
+    return SparseData(xp.take(self.H, keep, axis=0), xp.take(self.M, keep, axis=0),
+                      self.dense_shape, self.ground_state, int(n))
 
   # Pytree protocols (registered with each backend as it is first used); rebuilding skips the
   # checks, since frameworks rebuild with placeholders.

@@ -25,7 +25,7 @@ def _vjp_through(backend: str):
   return vjp
 
 
-@pytest.fixture(params=["jax", "numpy", "tensorflow"])
+@pytest.fixture(params=["jax", "numpy", "tensorflow", "torch"])
 def backend_vjp(request):
   """``vjp(op, inputs, g, **params) -> (output, input cotangents)`` in one backend."""
   return _vjp_through(request.param)

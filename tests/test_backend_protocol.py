@@ -68,7 +68,7 @@ def toy():
 
 
 def test_builtin_backends_implement_the_protocol():
-  for name in ("numpy", "tensorflow", "jax"):
+  for name in ("numpy", "tensorflow", "jax", "torch"):
     assert isinstance(base.load(name), protocol.Backend), name
 
 
@@ -85,7 +85,7 @@ def test_a_wrong_toy_backend_fails_the_check(toy):
   toy(name="toy_wrong", gradient_scale=1.01)
   report = cg.cross_check(["leaky_relu"], backends=["toy_wrong"])
   failing = {(r.backend, r.check) for r in report.failures}
-  assert failing == {("toy_wrong", "vjp")}
+  assert failing == {("toy_wrong", "vjp"), ("toy_wrong", "special")}
 
 
 def test_registering_an_incomplete_backend_names_what_is_missing():

@@ -55,10 +55,22 @@ def _jax(device, mode):
           for i, axis in CASES]
 
 
+def _torch(device, mode):
+  import torch  # pylint: disable=g-import-not-at-top
+  def every_case(x, *indices):
+    return [cg.torch.xp.take(x, i, axis=axis) for i, (_, axis) in zip(indices, CASES)]
+  if mode == "compile":
+    every_case = torch.compile(every_case, fullgraph=True)
+  target = cg.torch.find_device(device)
+  outs = every_case(torch.as_tensor(X, device=target),
+                    *(torch.as_tensor(i, device=target) for i, _ in CASES))
+  return [o.cpu().numpy() for o in outs]
+
+
 def take_everywhere():
   """{backend/device/mode: results of every case} on every device each framework sees."""
   results = {"numpy/cpu:0/eager": [cg.numpy.xp.take(X, i, axis=a) for i, a in CASES]}
-  for name, run in (("tensorflow", _tensorflow), ("jax", _jax)):
+  for name, run in (("tensorflow", _tensorflow), ("jax", _jax), ("torch", _torch)):
     module = getattr(cg, name)
     for device in module.devices():
       for mode in module.MODES:
@@ -108,8 +120,12 @@ def test_out_of_range_indices_get_no_gradient():
     tape.watch(xt)
     loss = tf.reduce_sum(w * cg.tensorflow.xp.take(xt, indices))
   got_tf = tf.convert_to_tensor(tape.gradient(loss, xt))
+  import torch  # pylint: disable=g-import-not-at-top
+  xt = torch.tensor(x, requires_grad=True)
+  (torch.as_tensor(w) * cg.torch.xp.take(xt, torch.as_tensor(indices))).sum().backward()
   np.testing.assert_array_equal(got_jax, expected)
   np.testing.assert_array_equal(got_tf.numpy(), expected)
+  np.testing.assert_array_equal(xt.grad.numpy(), expected)
 
 
 # The framework behaviours the README's table reports (CPU), pinned so the table cannot rot.

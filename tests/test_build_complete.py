@@ -95,7 +95,8 @@ def _has_main_guard(path):
 
 
 # Programs in benchmarks/ that are no benchmark (run_all.TOOLS), with their binaries' names.
-TOOLS = {"run_all": "run_all_benchmarks", "docs_tables": "benchmark_docs_tables"}
+TOOLS = {"run_all": "run_all_benchmarks", "docs_tables": "benchmark_docs_tables",
+         "array_api_conformance": "benchmark_array_api_conformance"}
 
 
 def test_benchmark_binaries_follow_one_naming_rule():

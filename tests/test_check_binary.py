@@ -5,6 +5,14 @@ import subprocess
 import sys
 import textwrap
 
+from absl import flags
+from absl.testing import flagsaver
+import pytest
+
+import crossgrad as cg
+from crossgrad.backends import base
+from crossgrad.checker import main
+
 
 def _check(*args, env_path=None):
   env = None
@@ -21,7 +29,8 @@ def test_user_module_passes_and_writes_json(tmp_path):
   result = _check("--module=crossgrad.examples.my_ops", "--ops=clipped_ste", f"--json={out}")
   assert result.returncode == 0, result.stdout + result.stderr
   report = json.loads(out.read_text())
-  assert report["ok"] and {r["backend"] for r in report["rows"]} == {"numpy", "tensorflow", "jax"}
+  assert report["ok"] and {r["backend"] for r in report["rows"]} == {
+      "numpy", *base.default_backends()}  # torch too, where installed.
   assert {r["op"] for r in report["rows"]} == {"clipped_ste"}
   assert "clipped_ste" in result.stderr  # Progress lines.
 
@@ -45,9 +54,81 @@ def test_planted_wrong_gradient_exits_non_zero(tmp_path):
   assert "every row:" not in result.stdout
 
 
-def test_bad_flags_exit_with_a_clear_message():
-  result = _check("--ops=no_such_op", "--backends=jax")
+def test_bad_flags_exit_2_with_one_line_and_no_traceback():
+  result = _check("--modes=jitt", "--backends=jax")
   assert result.returncode == 2
-  assert "[crossgrad]" in result.stderr and "unknown op" in result.stderr
-  result = _check("--backends=theano")
-  assert result.returncode == 2 and "unknown backend" in result.stderr
+  (line,) = [l for l in result.stderr.splitlines() if l.startswith("[crossgrad]")]
+  assert line == ("[crossgrad] --modes: unknown value: expected one of eager, jit, got 'jitt'. "
+                  "Did you mean 'jit'?")
+  assert "Traceback" not in result.stderr
+
+
+def _main(capsys, **flag_values):
+  """Runs the binary's main in this process; returns (exit status, stderr lines)."""
+  flags.FLAGS.mark_as_parsed()  # Defaults, as a command line without flags gives.
+  with flagsaver.flagsaver(**flag_values):
+    status = main.main(["crossgrad-check"])
+  return status, [l for l in capsys.readouterr().err.splitlines() if l.startswith("[crossgrad]")]
+
+
+@pytest.mark.parametrize("flag_values, message", [
+    (dict(ops=["no_such_op"]), "--ops: unknown value: expected one of bernoulli_mask, "),
+    (dict(backends=["theano"]), "--backends: unknown value: expected one of numpy, "
+                                "tensorflow, jax, got 'theano'"),
+    (dict(dtypes=["float31"]), "--dtypes: unknown value: expected one of float16, float32, "
+                               "float64, got 'float31'. Did you mean 'float32'?"),
+    (dict(devices=["gpu:77"]), "--devices: unknown value: expected one of all, cpu, "),
+    (dict(modes=["graph"], backends=["jax"]), "--modes: unknown value: expected one of eager, "
+                                              "jit, got 'graph'"),
+    (dict(tolerance="exact"), "--tolerance: unknown tolerance: expected 'default', 'bitwise' "
+                              "or a finite number >= 0, got 'exact'"),
+    (dict(ops=[]), "--ops: nothing to check: no op selected"),
+    (dict(modes=[]), "--modes: nothing to check: no mode selected"),
+    (dict(dtypes=[]), "--dtypes: nothing to check: no dtype selected"),
+    (dict(ops=["custom_add"], backends=[]), "--ops: nothing to check: every row is skipped "
+                                            "or informational"),
+    (dict(module=["no_such_module_anywhere"]), "--module: no such module: expected a dotted "
+                                               "module name on sys.path or a .py path"),
+    (dict(module=["missing/ops.py"]), "--module: no such file"),
+])
+def test_each_bad_selection_names_the_flag_the_value_and_the_valid_ones(capsys, flag_values,
+                                                                        message):
+  status, lines = _main(capsys, **flag_values)
+  assert status == 2
+  assert len(lines) == 1 and lines[0].startswith("[crossgrad] " + message), lines
+  if "devices" in flag_values:
+    assert "cpu:0" in lines[0] and lines[0].endswith("got 'gpu:77'")
+
+
+def test_module_takes_a_file_path(tmp_path, capsys):
+  path = tmp_path / "path_ops.py"
+  path.write_text(textwrap.dedent("""
+      import crossgrad as cg
+      cg.register(cg.OpDef(
+          "t_path_op", lambda xp, x: (3.0 * x, ()), lambda xp, r, g: (3.0 * g,),
+          sample=lambda rng: (rng.standard_normal(4),)))
+  """))
+  try:
+    status, lines = _main(capsys, module=[str(path)], ops=["t_path_op"], backends=["jax"],
+                          modes=["eager"], dtypes=["float64"])
+  finally:
+    cg.unregister("t_path_op")
+  assert status == 0 and not lines
+
+
+def test_bitwise_tolerance_names_what_differs(tmp_path):
+  (tmp_path / "div_ops.py").write_text(textwrap.dedent("""
+      import crossgrad as cg
+      cg.register(cg.OpDef(
+          "t_div15", lambda xp, x: (x / 15.0, ()), lambda xp, r, g: (g / 15.0,),
+          sample=lambda rng: (rng.standard_normal(64),)))
+  """))
+  args = (f"--module={tmp_path / 'div_ops.py'}", "--ops=t_div15", "--backends=jax",
+          "--dtypes=float32", "--modes=jit", "--special=false", "--all_rows=false")
+  assert _check(*args).returncode == 0  # 1-ulp differences pass the relative tolerance.
+  result = _check(*args, "--tolerance=bitwise")
+  assert result.returncode == 1
+  failing = [line for line in result.stdout.splitlines() if "FAIL" in line]
+  # XLA computes x / 15 as x * (1 / 15): one ulp off for some x.
+  assert any(" forward " in line and "output 0[" in line and "(1 ulps)" in line
+             for line in failing), failing

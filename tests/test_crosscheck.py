@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
+from crossgrad.backends import base
 from crossgrad.checker import engine
 from crossgrad.registry.ops import BUILTIN
 
@@ -78,8 +79,9 @@ def test_backend_specific_backward_is_caught_by_the_comparison():
   op = cg.OpDef("t_jax_only_bug", _leaky_fwd, backward, sample=_sample_off_kink)
   report = cg.cross_check([op], dtypes=["float32"])
   failing = {(r.backend, r.check) for r in report.failures}
-  assert failing == {("jax", "vjp")}
-  assert all(r.note == "worst: dx" for r in report.failures)
+  assert failing == {("jax", "vjp"), ("jax", "special")}
+  assert all(r.note.startswith("worst: dx[") and " vs reference " in r.note
+             for r in report.failures)
 
 
 def test_correct_builtins_pass_finite_differences_across_seeds():
@@ -96,28 +98,33 @@ def test_full_cross_check_of_the_builtins():
   report = cg.cross_check(seed=1)
   assert report.ok, report.table(failures_only=True)
   combos = {(r.backend, r.mode, r.dtype) for r in report.rows if r.check == "vjp"}
-  assert combos == {(b, m, d) for b, modes in [("tensorflow", ("eager", "graph", "jit")),
-                                                ("jax", ("eager", "jit"))]
-                    for m in modes for d in ("float32", "float64")}
+  modes = {"tensorflow": ("eager", "graph", "jit"), "jax": ("eager", "jit"),
+           "torch": ("eager", "compile")}
+  assert combos == {(b, m, d) for b in base.default_backends() for m in modes[b]
+                    for d in ("float32", "float64")}
 
 
-def test_custom_add_is_shown_not_to_be_the_derivative_of_its_forward():
+def test_custom_add_is_declared_with_no_oracle_and_counted():
   report = cg.cross_check(["custom_add"], backends=[])
   (row,) = report.rows
-  assert row.check == "fd_forward" and row.ok
-  assert row.error > 0.1
-  assert "surrogate: backward is not the forward's derivative, as declared" in row.note
+  assert row.check == "declared" and row.ok
+  assert row.error > 0.1  # Far from the derivative of c + k.
+  assert "no oracle" in row.note
+  assert not report.ok  # An informational row alone checked nothing.
+  assert "1 with no oracle (declared gradients)" in report.summary()
 
 
 def test_report_json_and_table():
   report = cg.cross_check(["leaky_relu"], backends=["jax"], modes=["jit"])
   data = json.loads(report.to_json())
   assert data["ok"] is True
-  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 2 * 2)
+  # Per parameter set: one fd row, and per dtype forward, vjp and special rows.
+  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 2 * 3)
   assert data["environment"]["jax_devices"] == ["cpu:0"]
   table = report.table()
   assert table.splitlines()[0].split()[:3] == ["op", "params", "backend"]
-  assert table.splitlines()[-1].startswith("crossgrad cross-check: 10 checks, 0 failing")
+  assert table.splitlines()[-1].startswith(
+      "crossgrad cross-check: 14 checks, 0 failing, 0 with no oracle")
 
 
 def test_sampleless_op_fails_with_a_clear_row():

@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
+from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import engine
 
 NAMES = ["output 0", "dx"]
 MODES = {"tensorflow": {"eager", "graph", "jit"}, "jax": {"eager", "jit"}}
+if "torch" in base.default_backends():
+  MODES["torch"] = {"eager", "compile"}
 
 
 def _check(tmp_path, *flags):
@@ -31,12 +34,14 @@ def test_all_devices_are_checked_and_compared_with_the_first(tmp_path):
   assert done.returncode == 0, done.stderr[-2000:]
   assert report["environment"]["jax_devices"] == ["cpu:0", "cpu:1", "cpu:2"]
   assert report["environment"]["tensorflow_devices"] == ["cpu:0", "cpu:1", "cpu:2"]
+  if "torch" in MODES:
+    assert report["environment"]["torch_devices"] == ["cpu:0", "cpu:1", "cpu:2"]
   rows = report["rows"]
   for backend, modes in MODES.items():
     for device in ("cpu:0", "cpu:1", "cpu:2"):
       checked = {(r["mode"], r["check"]) for r in rows
                  if r["backend"] == backend and r["device"] == device}
-      wanted = {(m, c) for m in modes for c in ("forward", "vjp")}
+      wanted = {(m, c) for m in modes for c in ("forward", "vjp", "special")}
       if device != "cpu:0":
         wanted |= {(m, "device") for m in modes}
       assert checked == wanted, (backend, device)
@@ -55,14 +60,29 @@ def test_a_device_list_selects_those_devices(tmp_path):
   assert {r["device"] for r in device_rows} == {"cpu:2"}
 
 
-def test_a_device_no_backend_has_is_a_failing_row():
-  report = cg.cross_check(["leaky_relu"], backends=("jax",), dtypes=("float32",),
-                          devices=["cpu:0", "cpu:99"], modes=("jit",))
-  assert not report.ok
-  missing = [r for r in report.failures if r.device == "cpu:99"]
+def test_a_device_no_backend_has_is_an_error():
+  with pytest.raises(cg.CrossgradError, match=r"devices: unknown value: expected one of all, "
+                     r"cpu, cpu:0.*got 'cpu:99'"):
+    cg.cross_check(["leaky_relu"], backends=("jax",), dtypes=("float32",),
+                   devices=["cpu:0", "cpu:99"], modes=("jit",))
+
+
+def test_a_device_one_backend_lacks_is_a_failing_row():
+  script = ("from crossgrad.backends import cpu_devices\n"
+            "cpu_devices.configure(2, ['jax'])\n"
+            "import crossgrad as cg\n"
+            "report = cg.cross_check(['leaky_relu'], dtypes=['float32'], modes=['eager'],\n"
+            "                        devices=['cpu:1'], special=False)\n"
+            "for r in report.rows:\n"
+            "  print(r.backend, r.device, r.check, r.ok, r.note)\n")
+  done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                        timeout=300, check=True)
+  rows = [line.split(" ", 4) for line in done.stdout.splitlines()]
+  missing = [r for r in rows if r[0] == "tensorflow"]
   assert len(missing) == len(cg.get("leaky_relu").param_sets)
-  assert all(r.check == "device" and "no such device" in r.note for r in missing)
-  assert all(r.ok for r in report.rows if r.device != "cpu:99")
+  assert all(r[1:4] == ["cpu:1", "device", "False"] and "no such device" in r[4]
+             for r in missing)
+  assert {(r[0], r[1], r[3]) for r in rows if r[0] == "jax"} == {("jax", "cpu:1", "True")}
 
 
 def test_device_row_fails_when_devices_disagree():

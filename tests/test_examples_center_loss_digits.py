@@ -1,4 +1,5 @@
-"""The center-loss digits example in its short mode: TF and JAX agree, plots are written."""
+"""The center-loss digits example in its short mode: TF, JAX and PyTorch agree, plots are
+written."""
 
 import os
 import subprocess
@@ -26,15 +27,17 @@ def test_short_run_agrees_across_frameworks_and_plots(tmp_path):
   results = center_loss_digits.run(epochs=1, lam=lam, alpha=0.5)
   assert set(results) == {0.0, lam}
   for weight, by_framework in results.items():
+    assert tuple(by_framework) == center_loss_digits.frameworks()
     tf_losses = np.array(by_framework["tensorflow"].losses)
-    jax_losses = np.array(by_framework["jax"].losses)
     assert len(tf_losses) == 1297 // 64
-    np.testing.assert_allclose(tf_losses, jax_losses, rtol=1e-4)
     setup = center_loss_digits.make_setup(1, weight, 0.5)
     np.testing.assert_allclose(tf_losses[0], _initial_loss(setup), rtol=1e-5)
-    np.testing.assert_allclose(by_framework["tensorflow"].centers,
-                               by_framework["jax"].centers, rtol=1e-3, atol=1e-5)
-  assert not np.any(results[0.0]["jax"].centers)  # lambda = 0: the centers never move.
+    for name, result in by_framework.items():
+      np.testing.assert_allclose(result.losses, tf_losses, rtol=1e-4, err_msg=name)
+      np.testing.assert_allclose(result.centers, by_framework["tensorflow"].centers,
+                                 rtol=1e-3, atol=1e-5, err_msg=name)
+  for result in results[0.0].values():
+    assert not np.any(result.centers)  # lambda = 0: the centers never move.
   labels = center_loss_digits.make_setup(0, 0.0, 0.0).y_test
   paths = center_loss_digits.save_plots(results, labels, str(tmp_path))
   for path in paths:
@@ -53,6 +56,7 @@ def test_command_line_short_mode(tmp_path):
   done = subprocess.run(
       [sys.executable, "-m", "crossgrad.examples.center_loss_digits", "--epochs=1",
        f"--out_dir={tmp_path}"], capture_output=True, text=True, check=True, timeout=600)
-  assert "max |tf - jax|" in done.stdout
+  for name in center_loss_digits.frameworks()[1:]:
+    assert f"max |tf - {name}|" in done.stdout
   for name in ("features", "curves"):
     assert os.path.exists(tmp_path / f"center_loss_digits_{name}.png")

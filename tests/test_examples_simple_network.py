@@ -1,9 +1,11 @@
-"""The seeds' simple network: TF2 and JAX train identically, and the gradient is the seeds'."""
+"""The seeds' simple network: TF2, JAX and PyTorch train identically, and the gradient is the
+seeds'."""
 
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import crossgrad as cg
 from crossgrad.examples import simple_network as net
@@ -14,10 +16,19 @@ def _softmax(a):
   return e / e.sum()
 
 
-def test_tensorflow_and_jax_curves_agree_and_fall():
-  tf_losses, jax_losses = net.run(steps=40)
-  np.testing.assert_allclose(tf_losses, jax_losses, rtol=1e-5)
-  assert tf_losses[-1] < tf_losses[0]
+def test_the_frameworks_curves_agree_and_fall():
+  curves = net.run(steps=40)
+  assert list(curves) == net.frameworks() and "jax" in curves
+  for name, losses in curves.items():
+    np.testing.assert_allclose(losses, curves["tensorflow"], rtol=1e-5, err_msg=name)
+  assert curves["tensorflow"][-1] < curves["tensorflow"][0]
+
+
+def test_torch_trains_like_the_others():
+  if "torch" not in net.frameworks():
+    pytest.skip("PyTorch is not installed (crossgrad[torch])")
+  c0, k0 = net.initial_values(1)
+  np.testing.assert_allclose(net.train_torch(c0, k0, 25), net.train_jax(c0, k0, 25), rtol=1e-5)
 
 
 def test_first_step_gradient_is_the_seeds_formula():
@@ -46,5 +57,5 @@ def test_runs_from_the_command_line():
       [sys.executable, "-m", "crossgrad.examples.simple_network", "--steps=3"],
       capture_output=True, text=True, check=True, timeout=300)
   lines = result.stdout.strip().splitlines()
-  assert lines[0].split() == ["step", "tensorflow", "jax", "|diff|"]
+  assert lines[0].split() == ["step", *net.frameworks(), "max", "|diff|"]
   assert [int(line.split()[0]) for line in lines[1:]] == [1, 2, 3]

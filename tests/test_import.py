@@ -1,4 +1,5 @@
-"""`import crossgrad` imports neither TensorFlow nor JAX; the backends load on first use."""
+"""`import crossgrad` imports no framework (TensorFlow, JAX, PyTorch); the backends load on
+first use."""
 
 import subprocess
 import sys
@@ -11,7 +12,8 @@ def _python(code):
 
 def test_import_is_framework_free():
   out = _python("import sys, crossgrad; "
-                "print(sorted(m for m in ('tensorflow', 'jax') if m in sys.modules))")
+                "print(sorted(m for m in ('tensorflow', 'jax', 'torch', 'array_api_compat') "
+                "if m in sys.modules))")
   assert out == "[]"
 
 
@@ -21,9 +23,16 @@ def test_backends_load_lazily():
   assert out == "True False"
 
 
+def test_torch_loads_lazily_and_alone():
+  out = _python("import sys, crossgrad; crossgrad.torch.get('leaky_relu'); "
+                "print('torch' in sys.modules, 'jax' in sys.modules, "
+                "'tensorflow' in sys.modules)")
+  assert out == "True False False"
+
+
 def test_public_names():
   import crossgrad as cg  # pylint: disable=g-import-not-at-top
   for name in ("OpDef", "register", "get", "names", "cross_check", "CrossgradError", "numpy"):
     assert hasattr(cg, name), name
   assert callable(cg.numpy.get) and callable(cg.numpy.vjp)
-  assert {"tensorflow", "jax"} <= set(dir(cg))
+  assert {"tensorflow", "jax", "torch"} <= set(dir(cg))

@@ -1,10 +1,10 @@
-"""Every backend's ``xp`` implements the documented list with NumPy's results and dtypes."""
+"""Every backend's ``xp`` is the Array API standard 2024.12 plus crossgrad's extensions."""
 
 import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.registry.namespace import FUNCTIONS
+from crossgrad.registry import namespace
 
 _X = np.array([[-1.5, -0.5, 0.0], [0.5, 1.5, 2.5]])
 _Y = np.array([[2.0, -1.0, 0.5], [0.25, 3.0, -2.0]])
@@ -42,43 +42,52 @@ CALLS = {
     "max": ((_X,), lambda xp, x: xp.max(x, axis=(0, 1))),
     "min": ((_X,), lambda xp, x: xp.min(x, axis=-1)),
     "reshape": ((_X,), lambda xp, x: xp.reshape(x, (3, 2))),
-    "transpose": ((_X,), lambda xp, x: xp.transpose(x) * 2.0 + xp.transpose(x, (1, 0))),
+    "permute_dims": ((_X,), lambda xp, x: xp.matrix_transpose(x) * 2.0
+                     + xp.permute_dims(x, (1, 0))),
     "broadcast_to": ((_X,), lambda xp, x: xp.broadcast_to(x[:1], (4, 3))),
     "expand_dims": ((_X,), lambda xp, x: xp.expand_dims(x, 1)),
-    "matmul": ((_X, _Y), lambda xp, x, y: xp.matmul(x, xp.transpose(y))),
+    "matmul": ((_X, _Y), lambda xp, x, y: xp.matmul(x, xp.matrix_transpose(y))),
     "take": ((_X,), lambda xp, x: xp.take(x, np.array([2, -1, 0, 3]), axis=1)
-             + xp.take(x, np.array([[1], [2]]))[:, 0, :1]),  # Bad indices read 0.
+             + xp.take(x, np.array([[1], [2]]), axis=0)[:, 0, :1]),  # Bad indices read 0.
     "zeros_like": ((_X,), lambda xp, x: xp.zeros_like(x)),
     "ones_like": ((_X,), lambda xp, x: xp.ones_like(x)),
     "full_like": ((_X,), lambda xp, x: xp.full_like(x, 3.0)),
-    "zeros": ((_X,), lambda xp, x: xp.zeros((2, 3), x.dtype) + x),
-    "ones": ((_X,), lambda xp, x: xp.ones((2, 3), "float32")),
-    "astype": ((_X,), lambda xp, x: xp.astype(x, "int32")),
+    "zeros": ((_X,), lambda xp, x: xp.zeros((2, 3), dtype=x.dtype) + x),
+    "ones": ((_X,), lambda xp, x: xp.ones((2, 3), dtype=xp.float32)),
+    "astype": ((_X,), lambda xp, x: xp.astype(x, xp.int32)),
     "unbroadcast": ((_X, _Y), lambda xp, x, y: xp.unbroadcast(xp.expand_dims(x, 0) * 2.0,
                                                              x[:1]) + xp.unbroadcast(y, y)),
-    "bitwise_xor": ((_X,), lambda xp, x: xp.bitwise_xor(xp.astype(x * 4, "int32"), 5)),
-    "bitwise_or": ((_X,), lambda xp, x: xp.bitwise_or(xp.astype(x * 4, "int32"), 6)),
-    "left_shift": ((_X,), lambda xp, x: xp.left_shift(xp.astype(x * 4, "int32"), 3)),
-    "right_shift": ((_X,), lambda xp, x: xp.right_shift(xp.astype(x * 4, "int32"), 1)),
-    "arange": ((_X,), lambda xp, x: xp.arange(4, "int32")),
-    "concatenate": ((_X, _Y), lambda xp, x, y: xp.concatenate([x, y], axis=1)),
-    "cumsum": ((_X,), lambda xp, x: xp.cumsum(x, 1) + xp.astype(
-        xp.cumsum(xp.astype(x, "int32"), 0), x.dtype)),
+    "bitwise_xor": ((_X,), lambda xp, x: xp.bitwise_xor(xp.astype(x * 4, xp.int32), 5)),
+    "bitwise_or": ((_X,), lambda xp, x: xp.bitwise_or(xp.astype(x * 4, xp.int32), 6)),
+    "bitwise_left_shift": ((_X,), lambda xp, x: xp.bitwise_left_shift(
+        xp.astype(x * 4, xp.int32), 3)),
+    "bitwise_right_shift": ((_X,), lambda xp, x: xp.bitwise_right_shift(
+        xp.astype(x * 4, xp.int32), 1)),
+    "arange": ((_X,), lambda xp, x: xp.arange(4, dtype=xp.int32)),
+    "concat": ((_X, _Y), lambda xp, x, y: xp.concat([x, y], axis=1)),
+    "cumulative_sum": ((_X,), lambda xp, x: xp.cumulative_sum(x, axis=1) + xp.astype(
+        xp.cumulative_sum(xp.astype(x, xp.int32), axis=0, dtype=xp.int32), x.dtype)),
     "segment_sum": ((_X,), lambda xp, x: xp.segment_sum(
-        x, xp.astype(xp.arange(2, "int32") * 3 - 1, "int32"), 3)),  # Ids -1 (dropped) and 2.
+        x, xp.arange(2, dtype=xp.int32) * 3 - 1, 3)),  # Ids -1 (dropped) and 2.
     "segment_min": ((_X, _Y), lambda xp, x, y: xp.segment_min(
-        xp.concatenate([x, y], axis=0), xp.astype(xp.arange(4, "int32") % 2, "int32"), 3)),
+        xp.concat([x, y], axis=0), xp.arange(4, dtype=xp.int32) % 2, 3)),
     # Labels -1..3 against depth 3: out-of-range rows are all zero in every backend.
-    "one_hot": ((_X,), lambda xp, x: xp.one_hot(xp.astype(xp.floor(x + 0.5), "int32"), 3,
-                                                 x.dtype)),
+    "one_hot": ((_X,), lambda xp, x: xp.one_hot(xp.astype(xp.floor(x + 0.5), xp.int32), 3,
+                                                 dtype=x.dtype)),
 }
 
 
-def test_every_documented_function_has_a_case():
-  assert set(CALLS) == set(FUNCTIONS)
+BACKENDS = ("numpy", "jax", "tensorflow")
 
 
-@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_every_extension_has_a_case():
+  assert set(namespace.EXTENSIONS) == {"take", "segment_sum", "segment_min", "one_hot",
+                                       "unbroadcast"}
+  assert set(namespace.EXTENSIONS) <= set(CALLS)
+  assert set(CALLS) <= set(namespace.FUNCTIONS) | set(namespace.EXTENSIONS)
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_backend_namespace_matches_numpy(backend, dtype):
   module = getattr(cg, backend)
@@ -93,6 +102,9 @@ def test_backend_namespace_matches_numpy(backend, dtype):
 
 
 def _as_backend(backend, arrays):
+  if backend == "torch":
+    import torch  # pylint: disable=g-import-not-at-top
+    return [torch.as_tensor(a) for a in arrays]
   if backend == "tensorflow":
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     return [tf.constant(a) for a in arrays]
@@ -100,6 +112,81 @@ def _as_backend(backend, arrays):
   return [jnp.asarray(a) for a in arrays]
 
 
-def test_unlisted_function_is_a_clear_error():
-  with pytest.raises(cg.CrossgradError, match=r"xp\.fft is not in crossgrad's op namespace"):
-    cg.numpy.xp.fft  # pylint: disable=pointless-statement
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_version_and_info(backend):
+  xp = getattr(cg, backend).xp
+  assert xp.__array_api_version__ == "2024.12"
+  assert xp.__name__ == f"crossgrad.{backend}.xp"
+  if "__array_namespace_info__" not in xp.missing:
+    assert "float32" in xp.__array_namespace_info__().dtypes(kind="real floating")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", namespace.DTYPES)
+def test_dtype_objects_equal_the_dtypes_of_arrays(backend, name):
+  xp = getattr(cg, backend).xp
+  import jax  # pylint: disable=g-import-not-at-top
+  with jax.enable_x64(True):
+    array = _as_backend(backend, [np.zeros(2, name)])[0] if backend != "numpy" else np.zeros(
+        2, name)
+    assert getattr(xp, name) == array.dtype
+    assert xp.zeros_like(array).dtype == getattr(xp, name)
+  others = [getattr(xp, other) for other in namespace.DTYPES if other != name]
+  assert all(other != array.dtype for other in others)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_numpy_and_jax_offer_the_whole_standard_without_wrappers(backend):
+  xp = getattr(cg, backend).xp
+  assert xp.missing == () and xp.linalg.missing == ()
+  assert set(dir(xp)) >= set(namespace.FUNCTIONS) | set(namespace.DTYPES) | {"linalg"}
+  library = {"numpy": np}.get(backend) or __import__("jax.numpy").numpy
+  # Copied at construction: the library's own functions, no crossgrad wrapper per call.
+  assert xp.sum is library.sum and xp.linalg.slogdet is library.linalg.slogdet
+  assert xp.pi == np.pi and xp.newaxis is None and np.isnan(xp.nan) and xp.inf == np.inf
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name, standard", sorted(namespace.RENAMED.items())[:5] + [
+    ("fft_shift", None), ("bfloat16", None)])
+def test_names_outside_the_standard_are_a_clear_error(backend, name, standard):
+  xp = getattr(cg, backend).xp
+  with pytest.raises(cg.CrossgradError, match=rf"xp\.{name} is not in crossgrad's op namespace"
+                     + (f"; the standard calls it {standard}" if standard else "")
+                     + r".*data-apis\.org/array-api/2024\.12"):
+    getattr(xp, name)
+  assert not hasattr(xp, name)  # Also an AttributeError, as code for the standard expects.
+
+
+def test_fft_is_optional():
+  assert cg.numpy.xp.fft.rfftfreq(4).shape == (3,)
+  bare = namespace.Namespace("numpy", np.linalg, extensions=dict.fromkeys(namespace.EXTENSIONS))
+  with pytest.raises(cg.CrossgradError, match=r"xp\.fft \(optional in the standard\) is not "
+                     "provided by this backend"):
+    bare.fft  # pylint: disable=pointless-statement
+  assert "sort" in bare.missing and not hasattr(bare, "fft")
+
+
+def test_linalg_holds_only_the_standard_extension():
+  with pytest.raises(cg.CrossgradError, match=r"xp\.linalg\.norm is not in crossgrad's op "
+                     r"namespace.*linear_algebra_functions\.html"):
+    cg.numpy.xp.linalg.norm  # pylint: disable=pointless-statement
+  assert cg.numpy.xp.linalg.vector_norm(np.array([3.0, 4.0])) == 5.0
+
+
+def test_take_keeps_the_standard_for_in_range_indices_and_reads_zero_outside():
+  x = np.arange(12.0).reshape(3, 4)
+  for backend in BACKENDS:
+    xp = getattr(cg, backend).xp
+    arrays = _as_backend(backend, [x]) if backend != "numpy" else [x]
+    np.testing.assert_array_equal(xp.take(arrays[0], np.array([2, 0]), axis=1), x[:, [2, 0]])
+    np.testing.assert_array_equal(xp.take(arrays[0], np.array([-1, 3]), axis=0),
+                                  [[0.0] * 4, [0.0] * 4])
+    with pytest.raises(cg.CrossgradError, match="needs an axis of x"):
+      xp.take(arrays[0], np.array([0]))
+
+
+def test_extensions_must_match_the_documented_list():
+  with pytest.raises(cg.CrossgradError, match=r"missing \['unbroadcast'\], extra \['gather'\]"):
+    namespace.Namespace("numpy", np, extensions={
+        **{n: None for n in namespace.EXTENSIONS if n != "unbroadcast"}, "gather": None})

@@ -20,7 +20,8 @@ def _expected(labels, depth):
 
 def _run(backend, labels, dtype, compiled):
   xp = getattr(cg, backend).xp
-  fn = lambda y: xp.one_hot(y, 4, dtype)  # pylint: disable=unnecessary-lambda-assignment
+  # pylint: disable-next=unnecessary-lambda-assignment
+  fn = lambda y: xp.one_hot(y, 4, dtype=getattr(xp, dtype))
   if compiled and backend == "tensorflow":
     fn = tf.function(fn, jit_compile=True)
   if compiled and backend == "jax":

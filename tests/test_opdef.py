@@ -31,7 +31,7 @@ def test_signature_gives_inputs_and_static_parameters():
     (dict(name="has space"), "invalid op name"),
     (dict(forward=None), "'forward' must be callable"),
     (dict(backward=3), "'backward' must be callable"),
-    (dict(gradient="approximate"), "unknown 'gradient'"),
+    (dict(gradient="approximate"), "gradient: unknown kind of gradient"),
     (dict(surrogate=lambda xp, x, *, scale=1.0: x), "only applies to gradient='surrogate'"),
     (dict(forward=lambda xp: (xp, ())), "forward takes no inputs"),
     (dict(forward=lambda xp, *xs: (xs, ())), "named positional parameters"),
@@ -41,11 +41,40 @@ def test_signature_gives_inputs_and_static_parameters():
     (dict(nondiff=(3,)), "bad entry in 'nondiff'"),
     (dict(nondiff=("x",)), "every input is non-differentiable"),
     (dict(param_sets=({"bits": 3},)), "unknown static parameter"),
+    (dict(gradient="surrogate"), "gradient='surrogate' needs the function whose derivative"),
+    (dict(gradient="declared", surrogate=lambda xp, x, *, scale=1.0: x),
+     "'surrogate' only applies to gradient='surrogate' (a declared op has none)"),
+    (dict(edge_samples=lambda xp: (0.0,)), "'edge_samples' has the wrong signature"),
+    (dict(special_differences={"ftz": "because"}), "bad entry in 'special_differences'"),
+    (dict(special_differences={"daz": ""}), "bad entry in 'special_differences'"),
 ])
 def test_bad_definitions_are_rejected(overrides, fragment):
   with pytest.raises(cg.CrossgradError, match="^\\[crossgrad\\]") as info:
     _op(**overrides)
   assert fragment in str(info.value)
+
+
+def test_surrogate_without_a_surrogate_is_refused_with_the_fix():
+  with pytest.raises(cg.CrossgradError) as info:
+    _op(gradient="surrogate")
+  message = str(info.value)
+  assert "op 't_scale', surrogate:" in message
+  assert "expected surrogate=lambda xp, x: ..., got None" in message
+  assert "declare gradient='declared'" in message
+
+
+def test_declared_gradient_and_its_exact_inputs():
+  fwd = lambda xp, x, c: (x + c, ())
+  bwd = lambda xp, residuals, g: (g, 2 * g)
+  op = cg.OpDef("t_declared", fwd, bwd, gradient="declared", exact_inputs=("x",))
+  assert op.gradient == "declared" and op.exact_argnums == (0,) and op.surrogate is None
+
+
+def test_edge_samples_take_the_static_parameters():
+  op = _op(edge_samples=lambda *, scale=1.0: (0.5 * scale,),
+           special_differences={"daz": "a subnormal x reads as 0"})
+  assert op.edge_samples(**op.resolve_params({"scale": 2.0})) == (1.0,)
+  assert op.special_differences == {"daz": "a subnormal x reads as 0"}
 
 
 def test_surrogate_signature_must_match_forward():

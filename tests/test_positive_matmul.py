@@ -96,7 +96,7 @@ def test_finite_differences_catch_a_planted_unmasked_gradient():
 
   def unmasked(xp, residuals, g):  # The gradient passed everywhere, also where w <= 0.
     x, w_pos, _ = residuals
-    return xp.matmul(g, w_pos), xp.matmul(xp.transpose(g), x)
+    return xp.matmul(g, w_pos), xp.matmul(xp.matrix_transpose(g), x)
 
   planted = dataclasses.replace(op, name="planted_positive_matmul", backward=unmasked)
   rng = np.random.default_rng(0)

@@ -21,7 +21,7 @@ SEED_DENSE = np.array([
     [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]],
     [[0.0, 0.0], [0.0, 0.0], [7.9, 0.9], [4.8, 0.8]],
     [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]])
-BACKENDS = ("numpy", "tensorflow", "jax")
+BACKENDS = ("numpy", "tensorflow", "jax", "torch")
 
 
 def _seed_weights():
@@ -38,6 +38,9 @@ def _random_dense(rng, shape, fraction):
 
 
 def _convert(backend, x):
+  if backend == "torch":
+    import torch  # pylint: disable=g-import-not-at-top
+    return torch.as_tensor(x)
   if backend == "tensorflow":
     return tf.constant(x)
   if backend == "jax":
@@ -147,8 +150,8 @@ def _numpy_layers(m, ground_state, which):
   return np.concatenate([np.ravel(getattr(v, a)) for v in (y, z) for a in which])
 
 
-@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
-@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("backend, jit", [("tensorflow", False), ("tensorflow", True),
+                                          ("jax", False), ("jax", True), ("torch", False)])
 def test_two_layer_gradients_match_finite_differences(backend, jit):
   """Seed 001's check: d(M1, t1, M2, t2) / d(M0, t0) through two layers, float64."""
   x = cg.SparseData.from_dense(SEED_DENSE)
@@ -160,7 +163,12 @@ def test_two_layer_gradients_match_finite_differences(backend, jit):
     parts = [xp.reshape(v, (-1,)) for v in (y.M, y.ground_state, z.M, z.ground_state)]
     return parts
 
-  if backend == "jax":
+  if backend == "torch":
+    import torch  # pylint: disable=g-import-not-at-top
+    jac_m, jac_gs = torch.autograd.functional.jacobian(
+        lambda m, gs: torch.cat(outputs(m, gs)), (torch.as_tensor(x.M),
+                                                  torch.as_tensor(x.ground_state)))
+  elif backend == "jax":
     jac = jax.jacrev(lambda m, gs: jnp.concatenate(outputs(m, gs)), argnums=(0, 1))
     jac = jax.jit(jac) if jit else jac
     jac_m, jac_gs = jac(jnp.asarray(x.M), jnp.asarray(x.ground_state))

@@ -224,7 +224,7 @@ def test_out_of_range_indices_behave_the_same_everywhere(backend, jit):
   xp = cg.backends.base.load(backend).xp
 
   def run(x):
-    return xp.take(x, idx), xp.segment_sum(x, ids, 3), xp.segment_min(x, ids, 3)
+    return xp.take(x, idx, axis=0), xp.segment_sum(x, ids, 3), xp.segment_min(x, ids, 3)
 
   if jit:
     run = jax.jit(run) if backend == "jax" else tf.function(run, jit_compile=True)

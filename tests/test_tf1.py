@@ -136,7 +136,7 @@ def test_wrong_number_of_gradients_names_the_function(mode):
 
 def test_wrong_number_of_gradients_in_a_port():
   op = tf1.port("tf1_test_wrong_count", ADD.forward_func, ADD.wrong_count_grad,
-                gradient="surrogate", register=False)
+                gradient="declared", register=False)
   c, k, d, g = _arrays(4, 4)
   _, vjp_fn = cg.numpy.vjp(op, c, k, d)
   with pytest.raises(cg.CrossgradError, match=r"tf1_test_wrong_count.*wrong_count_grad"):
@@ -201,7 +201,7 @@ def _sample1(rng):
 
 PORTS = {
     "tf1_test_add": dict(forward=ADD.forward_func, grad=ADD.backprop_func,
-                         gradient="surrogate", sample=_sample3),
+                         gradient="declared", sample=_sample3),
     "tf1_test_square": dict(forward=np.square, grad=SEED_SQUARE_GRAD,
                             sample=_sample1, input_names=("x",)),
     "tf1_test_cube": dict(forward=lambda a: np.power(a, 3), grad=_fixed_cube_grad,
@@ -291,7 +291,7 @@ def test_registered_port_is_checked_by_name():
 @pytest.mark.parametrize("jit", (False, True))
 def test_ported_jax_gradients_match_legacy_graph(jax_backward, jit):
   op = tf1.port("tf1_test_add_jax", ADD.forward_func, ADD.backprop_func,
-                gradient="surrogate", jax_backward=jax_backward, register=False)
+                gradient="declared", jax_backward=jax_backward, register=False)
   c, k, d, g = _arrays(6, 4)
   oracle_out, oracle_grads = tf1.legacy_vjp(ADD.forward_func, ADD.backprop_func,
                                             [c, k, d], [g])
@@ -362,7 +362,7 @@ def test_random_forward_is_detected_as_stateful():
     return grad
 
   with pytest.raises(cg.CrossgradError, match=r"stateful.*bernoulli"):
-    tf1.port("tf1_test_bernoulli", bernoulli, straight_through, gradient="surrogate",
+    tf1.port("tf1_test_bernoulli", bernoulli, straight_through, gradient="declared",
              sample=lambda r: (r.random((50,)),), register=False)
 
 
@@ -492,7 +492,7 @@ def test_drop_in_graph_survives_import_graph_def():
 def test_host_code_is_refused_under_xla():
   c, k, d, _ = _arrays(12, 4)
   add = cg.tensorflow.get(tf1.port("tf1_test_add_xla", ADD.forward_func, ADD.backprop_func,
-                                   gradient="surrogate", register=False))
+                                   gradient="declared", register=False))
   with pytest.raises(cg.CrossgradError, match=r"tf1_test_add_xla.*XLA.*NumPy code"):
     tf.function(add, jit_compile=True)(c, k, d)
   square = lambda x: tf1.py_func(np.square, [x], [tf.float32], name="under_xla",  # noqa: E731

@@ -25,7 +25,8 @@ def test_unsupported_mode_is_a_skipped_row_with_its_reason():
                           backends=("jax",), dtypes=("float32",))
   assert report.ok
   by_mode = {(r.mode, r.check): r for r in report.rows if r.backend == "jax"}
-  assert set(by_mode) == {("eager", "forward"), ("eager", "vjp"), ("jit", "skipped")}
+  assert set(by_mode) == {("eager", "forward"), ("eager", "vjp"), ("eager", "special"),
+                          ("jit", "skipped")}
   assert by_mode[("jit", "skipped")].note == "unsupported by the op: planted reason"
 
 

@@ -34,7 +34,7 @@ def _dispatch_graph_grad(op, *upstream):
   if entry is None:
     raise CrossgradError(
         "the legacy gradient of this py_func is not known in this process", op=op.name,
-        hint="Build the graph with crossgrad.tf1.py_func in this process (a graph loaded "
+        argument="grad", hint="Build the graph with crossgrad.tf1.py_func in this process (a graph loaded "
              "from disk has lost its NumPy functions too)")
   grad, op_name = entry
   return legacy.call_grad(grad, op, _zeros_for_none(upstream, op.outputs), len(op.inputs),

@@ -16,7 +16,7 @@ def _no_derivative(name: str, what: str, hint: str) -> Callable[..., Any]:
     del primals, tangents
     raise CrossgradError(
         f"second derivatives (and jax.jvp) need the derivative of {what}, which JAX "
-        "cannot differentiate", op=name, backend="jax", hint=hint)
+        "cannot differentiate", op=name, backend="jax", argument="jvp", hint=hint)
   return jvp
 
 

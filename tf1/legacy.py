@@ -108,7 +108,8 @@ _XLA = "cannot run under XLA (tf.function(jit_compile=True))"
 def refuse_under_xla(op: str, reason: str, hint: str):
   """A `CrossgradError` instead of XLA's "No registered 'PyFuncStateless' OpKernel"."""
   if in_xla():
-    raise CrossgradError(f"{_XLA}: {reason}", op=op, backend="tensorflow", hint=hint)
+    raise CrossgradError(f"{_XLA}: {reason}", op=op, backend="tensorflow",
+                         argument="jit_compile", hint=hint)
 
 
 @contextlib.contextmanager
@@ -139,7 +140,7 @@ def host_free_under_xla(op: str, what: str, fn: Callable[..., Any], *args: Any):
     host = sorted({o.type for o in graph.get_operations()[before:] if o.type in PYFUNC_TYPES})
   if host:
     raise CrossgradError(f"{_XLA}: {what} calls {', '.join(host)}, NumPy code on the host",
-                         op=op, backend="tensorflow",
+                         op=op, backend="tensorflow", argument="jit_compile",
                          hint="Write it with TF ops, or leave jit_compile off for this "
                               "function")
   return result

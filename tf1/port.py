@@ -304,8 +304,9 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
     grad: the legacy gradient ``grad(op, *grads)``, or a name registered with
       `tf.RegisterGradient` (``"Identity"``, ``"GuidedRelu"``).
     framework: ``"numpy"`` or ``"tensorflow"``: what a callable forward is written in.
-    gradient: ``"exact"`` if grad is the forward's derivative, else ``"surrogate"``
-      (default: surrogate for an op type, exact otherwise).
+    gradient: ``"exact"`` if grad is the forward's derivative, else ``"declared"`` (a
+      legacy override is its own specification; default: declared for an op type, exact
+      otherwise).
     sample: ``sample(rng) -> inputs`` for the cross-check (an op type's default: standard
       normal arrays of shape (3, 4)).
     nondiff: inputs without a gradient (names or indices).
@@ -357,10 +358,11 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
          for k, v in params.items()])
   op = OpDef(
       name=name, forward=op_forward, backward=impl.run_backward,
-      gradient=gradient or ("surrogate" if kind == "op_type" else "exact"), sample=sample,
+      gradient=gradient or ("declared" if kind == "op_type" else "exact"), sample=sample,
       nondiff=nondiff, param_sets=({}, {"dtype": "float64"}) if params else ({},),
       doc=doc or f"ported from {label} / {legacy.qualname(grad)}",
-      unsupported_modes=_unsupported_modes(kind, grad))
+      unsupported_modes=_unsupported_modes(kind, grad),
+      special_differences=_OP_TYPE_DIFFERENCES if kind == "op_type" else {})
   op_forward.port = impl
   if sample is not None and kind == "numpy":
     _check_deterministic(impl, sample)
@@ -372,9 +374,17 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
     if existing is None or [_function_key(f) for f in (existing.forward, existing.grad)] != [
         _function_key(f) for f in (forward, grad)]:
       raise CrossgradError("name already registered with a different definition", op=name,
-                           hint="Pick another name, or unregister the old op first")
+                           argument="name", hint="Pick another name, or unregister the old op first")
     return op_registry.get(name)
   return op_registry.register(op)
+
+
+# TF's kernels (and XLA) and NumPy disagree on the sign of a zero result (relu, maximum and
+# sign of -0.0) and TF reads subnormal inputs as zero; an op type's port inherits both.
+_OP_TYPE_DIFFERENCES = {
+    "signed_zero": "TF/XLA kernels of this op type may return -0.0 where NumPy returns 0.0",
+    "daz": "TF and XLA read subnormal inputs as zero",
+}
 
 
 def _check_deterministic(impl: _Port, sample: Callable[[Any], Sequence[Any]]):

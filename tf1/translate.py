@@ -162,6 +162,7 @@ class Program:
 
   def __init__(self, fn: Callable[..., Any], specs: Sequence[tf.TensorSpec]):
     concrete = tf.function(fn, autograph=False).get_concrete_function(*specs)
+    self.name = getattr(fn, "__name__", repr(fn))
     graph = concrete.graph
     self._inputs = [t.ref() for t in graph.inputs[:len(specs)]]
     self._outputs = list(concrete.outputs)
@@ -212,8 +213,8 @@ class Program:
 
   def __call__(self, xp: Any, *args: Any) -> list[Any]:
     if self.missing:
-      raise CrossgradError("TF code cannot run as xp code", backend=xp.backend,
-                           actual="; ".join(self.missing))
+      raise CrossgradError("TF code cannot run as xp code", op=self.name,
+                           backend=xp.backend, argument="grad", actual="; ".join(self.missing))
     values = dict(self._static)
     values.update(zip(self._inputs, args))
     for op in self._ops:

@@ -56,7 +56,8 @@ def page(op: OpDef) -> str:
   lines += ["", "## Try it", "", "```python", "import numpy as np", "", "import crossgrad as cg",
             "", f'inputs = cg.get("{op.name}").sample(np.random.default_rng(0))',
             f'outputs, vjp_fn = cg.numpy.vjp("{op.name}", *inputs)',
-            f'assert cg.cross_check(["{op.name}"], backends=["numpy"]).ok', "```", ""]
+            f'assert cg.cross_check(["{op.name}"], backends=["jax"], dtypes=["float64"]).ok',
+            "```", ""]
   return "\n".join(lines)
 
 

@@ -95,6 +95,7 @@ BERNOULLI_MASK = register(OpDef(
     nondiff=("u",),
     exact_inputs=("features",),
     check_inputs=_check_inputs,
+    edge_samples=lambda: (0.0, 1.0),  # Where the mask saturates; u == p ties come aligned.
     doc="(u < p) * features for noise u, surrogate gradient dp = g * features "
         "(summed where p broadcasts), dfeatures = g * (u < p)",
 ))

@@ -10,9 +10,9 @@ true derivative; for the centers the paper's update instead of the derivative,
 (zero for a class with no sample in the batch), so one SGD step of learning rate
 ``alpha / g`` on ``c`` is the paper's ``c_j <- c_j - alpha * delta c_j``. No function has
 this backward as its gradient (the mixed partials differ by the factor 1 / (1 + n_j)),
-so the op declares no surrogate: ``x`` is an ``exact_inputs`` entry, which the
-cross-check verifies by finite differences; dc is compared across backends, and
-tests/test_center_loss.py checks it against the paper's formula.
+so ``dc`` is declared (``gradient="declared"``): ``x`` is an ``exact_inputs`` entry, which
+the cross-check verifies by finite differences; dc has no oracle there and is compared
+across backends, and tests/test_center_loss.py checks it against the paper's formula.
 
 Labels outside [0, K) are a `CrossgradError` wherever their values are known when the op
 runs (NumPy, eager TensorFlow and JAX). Under ``tf.function`` and ``jax.jit`` they cannot
@@ -48,7 +48,7 @@ def _check_label_values(xp, y, num_classes):
 def _forward(xp, x, y, c):
   num_classes = c.shape[0]
   _check_label_values(xp, y, num_classes)
-  one_hot = xp.one_hot(y, num_classes, x.dtype)  # (m, K)
+  one_hot = xp.one_hot(y, num_classes, dtype=x.dtype)  # (m, K)
   diff = x - xp.matmul(one_hot, c)  # x_i - c[y_i]
   return 0.5 * xp.sum(xp.square(diff)), (diff, one_hot)
 
@@ -56,7 +56,7 @@ def _forward(xp, x, y, c):
 def _backward(xp, residuals, g):
   diff, one_hot = residuals
   counts = xp.sum(one_hot, axis=0)  # n_j
-  pulls = xp.matmul(xp.transpose(one_hot), -diff)  # sum_i [y_i = j] (c_j - x_i)
+  pulls = xp.matmul(xp.matrix_transpose(one_hot), -diff)  # sum_i [y_i = j] (c_j - x_i)
   delta_c = pulls / xp.expand_dims(1.0 + counts, 1)
   return g * diff, None, g * delta_c
 
@@ -101,7 +101,7 @@ CENTER_LOSS = register(OpDef(
     name="center_loss",
     forward=_forward,
     backward=_backward,
-    gradient="surrogate",
+    gradient="declared",
     sample=_sample,
     nondiff=("y",),
     exact_inputs=("x",),

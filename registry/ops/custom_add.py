@@ -1,9 +1,11 @@
 """`custom_add`: the seeds' gradient-override example (seeds 000 and 003), exactly.
 
 Forward ``e = c + k``; backward ``((c + k + d) * g, d * g, (c + k) * g)``: the partials
-of the seed network's ``a = d * e`` written into the add. It is a surrogate that no
-smooth function has as its derivative, so only the backends are compared; the
-cross-check's ``fd_forward`` row shows it is not the derivative of ``c + k``.
+of the seed network's ``a = d * e`` written into the add. No function has this backward
+as its derivative (its mixed partials disagree: dc varies with k, dk not with c), so the
+backward is its own specification: ``gradient="declared"``. There is no oracle; the
+backends are compared with each other and the reference, and the cross-check's
+``declared`` row shows how far the backward is from the derivative of ``c + k``.
 """
 
 from crossgrad.registry import validation
@@ -35,7 +37,7 @@ CUSTOM_ADD = register(OpDef(
     name="custom_add",
     forward=_forward,
     backward=_backward,
-    gradient="surrogate",
+    gradient="declared",
     sample=_sample,
     check_inputs=_check_inputs,
     doc="c + k with the seeds' overridden gradient ((c+k+d)g, dg, (c+k)g)",

@@ -36,5 +36,9 @@ LEAKY_RELU = register(OpDef(
     sample=_sample,
     param_sets=({}, {"alpha": 0.01}),
     check_inputs=_check_inputs,
+    edge_samples=lambda *, alpha=0.2: (0.0,),  # The kink, and the subnormals beside it.
+    special_differences={"daz": "a positive subnormal x is not > 0 there, so it takes the "
+                                "alpha branch: output alpha * x flushed to 0, gradient "
+                                "alpha * g instead of g"},
     doc="where(x > 0, x, alpha * x), exact gradient (alpha=0.2 by default)",
 ))

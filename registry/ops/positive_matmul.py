@@ -25,12 +25,12 @@ from crossgrad.registry.opdef import OpDef
 def _forward(xp, x, w):
   positive = w > 0
   w_pos = xp.where(positive, w, xp.zeros_like(w))
-  return xp.matmul(x, xp.transpose(w_pos)), (x, w_pos, positive)
+  return xp.matmul(x, xp.matrix_transpose(w_pos)), (x, w_pos, positive)
 
 
 def _backward(xp, residuals, g):
   x, w_pos, positive = residuals
-  dw = xp.matmul(xp.transpose(g), x)
+  dw = xp.matmul(xp.matrix_transpose(g), x)
   return xp.matmul(g, w_pos), xp.where(positive, dw, xp.zeros_like(dw))
 
 
@@ -63,5 +63,8 @@ POSITIVE_MATMUL = register(OpDef(
     gradient="exact",
     sample=_sample,
     check_inputs=_check_inputs,
+    edge_samples=lambda: (0.0,),  # The kink of relu(w), and the subnormals beside it.
+    special_differences={"daz": "a positive subnormal weight is not > 0 there, so it is "
+                                "clipped to 0 and gets no gradient"},
     doc="x @ relu(w)^T, gradient for w only where w > 0 (exact)",
 ))

@@ -34,8 +34,8 @@ def _forward(xp, M, ground_state, h_out, dst):
   copies = xp.reshape(xp.broadcast_to(xp.reshape(M, (a, 1, n_in)), (a, kk, n_in)),
                       (a * kk, n_in))
   landed = xp.reshape(xp.segment_sum(copies, entries, rows * kk), (rows, kk, n_in))
-  count = xp.segment_sum(xp.ones((a * kk,), M.dtype), entries, rows * kk)
-  live = xp.reshape(xp.take(xp.transpose(h_out), 0) >= 0, (rows, 1))
+  count = xp.segment_sum(xp.ones((a * kk,), dtype=M.dtype), entries, rows * kk)
+  live = xp.reshape(h_out[:, 0] >= 0, (rows, 1))
   # Ground-state weight per entry: 1 where nothing lands on a live row, 0 where one
   # row lands (so the entry is that row exactly), 0 on padding rows.
   weight = xp.reshape(xp.astype(live, M.dtype) - xp.reshape(count, (rows, kk)), (rows, kk, 1))
@@ -49,11 +49,11 @@ def _backward(xp, residuals, g):
   by_entry = xp.reshape(g, (rows * kk, -1))
   # The sum over each site's f*f entries as a (batched) product with ones: compilers
   # reduce a middle axis of n_in-wide rows slowly on CPU (XLA: 1.3x here).
-  picked = xp.reshape(xp.take(by_entry, entries), (a, kk, -1))
-  d_m = xp.reshape(xp.matmul(xp.ones((1, kk), g.dtype), picked), (a, -1))
+  picked = xp.reshape(xp.take(by_entry, entries, axis=0), (a, kk, -1))
+  d_m = xp.reshape(xp.matmul(xp.ones((1, kk), dtype=g.dtype), picked), (a, -1))
   # Seed 001's d ground_state: the total of dQ over live rows minus the active parts.
   total = xp.matmul(xp.reshape(xp.astype(live, g.dtype), (1, rows)), g)
-  d_ground = xp.sum(xp.reshape(total, (kk, -1)), 0) - xp.sum(d_m, 0)
+  d_ground = xp.sum(xp.reshape(total, (kk, -1)), axis=0) - xp.sum(d_m, axis=0)
   return d_m, d_ground, None, None
 
 

@@ -37,6 +37,17 @@ def _surrogate(xp, x, *, scale=1.0, bits=None, clip=False):
   return xp.clip(x, *_range(bits, scale)) if clip else x
 
 
+def _edges(*, scale=1.0, bits=None, clip=False):
+  """Rounding midpoints around 0 (half to even: 0.5 -> 0, 1.5 -> 2, -2.5 -> -2) and, with
+  ``bits``, the ends of the range and the midpoints just past them."""
+  del clip
+  edges = [k + 0.5 for k in range(-3, 3)]
+  if bits is not None:
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    edges += [lo, hi, lo - 0.5, hi + 0.5]
+  return tuple(e * scale for e in edges)
+
+
 def _check_inputs(specs, *, scale, bits, clip):
   del specs
   if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not scale > 0:
@@ -51,7 +62,7 @@ def _check_inputs(specs, *, scale, bits, clip):
 
 
 def _sample(rng):
-  return (rng.standard_normal((4, 5)) * 2.0,)
+  return (rng.standard_normal((8, 10)) * 2.0,)  # Room for every special value, twice.
 
 
 STE_QUANTIZE = register(OpDef(
@@ -63,6 +74,7 @@ STE_QUANTIZE = register(OpDef(
     sample=_sample,
     param_sets=({}, {"bits": 4, "scale": 0.25}, {"bits": 4, "scale": 0.25, "clip": True}),
     check_inputs=_check_inputs,
+    edge_samples=_edges,
     doc="round(x / scale) * scale (optionally to `bits` signed levels), straight-through "
         "gradient (zero outside the range with clip=True)",
 ))

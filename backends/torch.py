@@ -1,0 +1,493 @@
+"""The PyTorch backend: each op becomes a `torch.autograd.Function` (``setup_context`` style).
+
+``xp`` is the Array API namespace for torch (`array_api_compat.torch`) plus crossgrad's
+extensions, so the same definitions run here as in NumPy, TensorFlow and JAX. The emitted
+function works eagerly, under ``torch.compile(fullgraph=True)``, `torch.func.vmap`
+(``generate_vmap_rule``), forward mode (`torch.func.jvp`, `torch.autograd.forward_ad`:
+the op's backward transposed, as JAX transposes a VJP) and double backward (the
+residuals are recomputed with grad enabled when a graph of the backward is asked for), on
+CPU and CUDA, with `torch.nn.Parameter` inputs.
+
+Dynamo refuses an `autograd.Function` that defines ``jvp`` under ``fullgraph=True``, so
+every op has a twin without ``jvp`` that the call picks while `torch.compiler.is_compiling`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import types
+from typing import Any, Callable, Sequence
+
+import array_api_compat.torch as compat
+import numpy as np
+import torch
+from torch.utils import _pytree as pytree
+
+from crossgrad.backends import base
+from crossgrad.registry import broadcasting, validation
+from crossgrad.registry.errors import CrossgradError
+from crossgrad.registry.namespace import EXTENSIONS, Namespace
+from crossgrad.registry.opdef import OpDef
+
+NAME = "torch"
+VERSION = torch.__version__
+MODES = ("eager", "compile")
+
+_DTYPES = {name: getattr(torch, name) for name in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128")}
+
+
+def as_dtype(dtype: Any) -> torch.dtype | None:
+  """A torch dtype from a torch dtype, a name ("int32") or a NumPy dtype."""
+  if dtype is None or isinstance(dtype, torch.dtype):
+    return dtype
+  name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+  if name not in _DTYPES:
+    raise CrossgradError("unknown dtype", backend=NAME, argument="dtype",
+                         expected=" or ".join(_DTYPES), actual=repr(dtype))
+  return _DTYPES[name]
+
+
+def _tensor(x: Any, like: torch.Tensor | None = None) -> torch.Tensor:
+  """``x`` as a tensor (NumPy arrays and Python numbers on ``like``'s device)."""
+  if isinstance(x, torch.Tensor):
+    return x
+  return torch.as_tensor(np.asarray(x) if isinstance(x, np.ndarray) else x,
+                         device=None if like is None else like.device)
+
+
+# crossgrad's extensions (crossgrad.registry.namespace), the same rules in every backend.
+
+def _take(x, indices, axis=0):
+  """Slices of ``x`` at ``indices`` along ``axis``; zeros where an index is outside [0, n)."""
+  x = _tensor(x)
+  indices = _tensor(indices, x)
+  axis %= x.ndim
+  valid = (indices >= 0) & (indices < x.shape[axis])
+  flat = torch.where(valid, indices, 0).reshape(-1)
+  picked = torch.index_select(x, axis, flat).reshape(
+      x.shape[:axis] + indices.shape + x.shape[axis + 1:])
+  mask = valid.reshape((1,) * axis + tuple(valid.shape) + (1,) * (x.ndim - axis - 1))
+  return torch.where(mask, picked, torch.zeros((), dtype=x.dtype, device=x.device))
+
+
+def _segment_ids(segment_ids, data, num_segments):
+  """Ids as int64 with every id outside [0, num_segments) sent to the spare row."""
+  ids = _tensor(segment_ids, data)
+  inside = (ids >= 0) & (ids < num_segments)
+  return torch.where(inside, ids, num_segments).to(torch.int64)
+
+
+def _segment_sum(data, segment_ids, num_segments):
+  data = _tensor(data)
+  ids = _segment_ids(segment_ids, data, num_segments)
+  out = torch.zeros((num_segments + 1,) + tuple(data.shape[1:]), dtype=data.dtype,
+                    device=data.device)
+  return out.index_add(0, ids, data)[:num_segments]
+
+
+def _largest(dtype: torch.dtype):
+  return (torch.finfo(dtype).max if dtype.is_floating_point else torch.iinfo(dtype).max)
+
+
+def _segment_min(data, segment_ids, num_segments):
+  data = _tensor(data)
+  ids = _segment_ids(segment_ids, data, num_segments)
+  ids = ids.reshape((-1,) + (1,) * (data.ndim - 1)).expand(data.shape)
+  out = torch.full((num_segments + 1,) + tuple(data.shape[1:]), _largest(data.dtype),
+                   dtype=data.dtype, device=data.device)
+  return out.scatter_reduce(0, ids, data, "amin")[:num_segments]
+
+
+def _one_hot(labels, depth, dtype):
+  labels = _tensor(labels)
+  return (labels[..., None] == torch.arange(depth, device=labels.device)).to(as_dtype(dtype))
+
+
+def _unbroadcast(x, like):
+  x = _tensor(x)
+  shape = tuple(like.shape)
+  axes = tuple(broadcasting.sum_axes(tuple(x.shape), shape))
+  return torch.reshape(torch.sum(x, dim=axes) if axes else x, shape)
+
+
+# The standard's functions where torch (or array_api_compat) needs crossgrad's rules.
+
+def _astype(x, dtype, /, *, copy=True, device=None):
+  del copy
+  x = _tensor(x)
+  return x.to(dtype=as_dtype(dtype), device=device)
+
+
+def _creation(fn):
+  # The dtype may also come second, positionally (crossgrad's older zeros(shape, dtype)).
+  def create(shape, dtype=None, *, device=None):
+    return fn(shape, dtype=as_dtype(dtype), device=device)
+  return create
+
+
+def _arange(start, stop=None, step=1, *, dtype=None, device=None):
+  if isinstance(stop, (str, torch.dtype)):  # crossgrad's older arange(n, dtype).
+    stop, dtype = None, stop
+  return compat.arange(start, stop, step, dtype=as_dtype(dtype), device=device)
+
+
+def _full(shape, fill_value, *, dtype=None, device=None):
+  return compat.full(shape, fill_value, dtype=as_dtype(dtype), device=device)
+
+
+def _asarray(obj, /, *, dtype=None, device=None, copy=None):
+  return compat.asarray(obj, dtype=as_dtype(dtype), device=device, copy=copy)
+
+
+def _cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+  """Keeps ``x``'s dtype unless told otherwise (torch widens integers to int64)."""
+  x = _tensor(x)
+  return compat.cumulative_sum(x, axis=axis, dtype=as_dtype(dtype) or x.dtype,
+                               include_initial=include_initial)
+
+
+def _reduction(fn):
+  # The axis may also come second, positionally (crossgrad's older sum(x, axis)).
+  def reduce(x, axis=None, keepdims=False, **kwargs):
+    return fn(_tensor(x), axis=axis, keepdims=keepdims, **kwargs)
+  return reduce
+
+
+def _concat(arrays, /, *, axis=0):
+  return compat.concat([_tensor(a) for a in arrays], axis=axis)
+
+
+# The Array API standard (2024.12): its functions and constants, as `array_api_compat`
+# gives them for torch unless crossgrad's own rule is in `_OWN`.
+STANDARD = (
+    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+    "bitwise_left_shift", "bitwise_invert", "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "ceil", "clip", "conj", "copysign", "cos", "cosh", "divide", "equal",
+    "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal", "hypot", "imag",
+    "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log1p", "log2", "log10",
+    "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum",
+    "minimum", "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "real",
+    "reciprocal", "remainder", "round", "sign", "signbit", "sin", "sinh", "square", "sqrt",
+    "subtract", "tan", "tanh", "trunc",
+    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
+    "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+    "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
+    "take", "take_along_axis", "matmul", "matrix_transpose", "tensordot", "vecdot",
+    "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
+    "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
+    "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
+    "unique_all", "unique_counts", "unique_inverse", "unique_values", "argsort", "sort",
+    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
+    "all", "any", "diff",
+    "e", "inf", "nan", "newaxis", "pi") + tuple(_DTYPES)
+
+
+_OWN = {
+    "take": _take, "segment_sum": _segment_sum, "segment_min": _segment_min,
+    "one_hot": _one_hot, "unbroadcast": _unbroadcast, "astype": _astype,
+    "zeros": _creation(compat.zeros), "ones": _creation(compat.ones),
+    "empty": _creation(compat.empty), "full": _full, "arange": _arange, "asarray": _asarray,
+    "cumulative_sum": _cumulative_sum, "concat": _concat,
+    **{name: _reduction(getattr(compat, name)) for name in ("sum", "mean", "max", "min")},
+}
+
+
+
+def _numpy_as_tensors(fn):
+  """``fn`` taking NumPy arrays too (as JAX and TF functions do), on the tensors' device."""
+  def call(*args, **kwargs):
+    if any(isinstance(a, np.ndarray) for a in args):
+      like = next((a for a in args if isinstance(a, torch.Tensor)), None)
+      args = [_tensor(a, like) if isinstance(a, np.ndarray) else a for a in args]
+    return fn(*args, **kwargs)
+  call.__name__ = call.__qualname__ = getattr(fn, "__name__", "call")
+  call.__doc__ = fn.__doc__
+  return call
+
+
+def _standard() -> types.SimpleNamespace:
+  """The standard's names for torch: array_api_compat's, taking NumPy arrays too."""
+  names = {name: _numpy_as_tensors(getattr(compat, name)) if callable(getattr(compat, name))
+           else getattr(compat, name) for name in STANDARD if name not in _OWN}
+  return types.SimpleNamespace(**names, linalg=compat.linalg)
+
+
+xp = Namespace(NAME, _standard(), extensions={name: _OWN[name] for name in EXTENSIONS},
+               overrides={k: v for k, v in _OWN.items() if k not in EXTENSIONS})
+
+
+_DTYPE_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
+
+
+def spec_of(x: Any) -> validation.ArraySpec:
+  dtype = x.dtype
+  name = _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
+  return validation.ArraySpec(tuple(x.shape), name)
+
+
+def _read_values(x: Any):
+  """NumPy values of an eager tensor; None under compile or a torch.func transform."""
+  if not isinstance(x, torch.Tensor):
+    return NotImplemented
+  wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # pylint: disable=protected-access
+  if (torch.compiler.is_compiling() or wrapped(x) or x.is_meta
+      or type(x).__name__ == "FakeTensor"):
+    return None
+  x = x.detach().cpu()
+  return x.float().numpy() if x.dtype == torch.bfloat16 else x.numpy()
+
+
+validation.register_value_reader(_read_values)
+
+
+def _device_scope(tensors: Sequence[Any]):
+  """Creation functions in ops (``xp.zeros``) land on the inputs' device (not on CPU)."""
+  for x in tensors:
+    if isinstance(x, torch.Tensor) and not x.is_cpu:
+      return torch.device(x.device)
+  return contextlib.nullcontext()
+
+
+def _split_residuals(residuals, inputs, outputs):
+  """Residual leaves as references to inputs and outputs, new tensors and constants."""
+  flat = type(residuals) is tuple and not any(  # The common case, without pytree's cost.
+      isinstance(r, (tuple, list, dict)) for r in residuals)
+  leaves, spec = (residuals, None) if flat else pytree.tree_flatten(residuals)
+  kinds, new = [], []
+  for leaf in leaves:
+    if not isinstance(leaf, torch.Tensor):
+      kinds.append(("constant", leaf))
+      continue
+    for kind, group in (("input", inputs), ("output", outputs)):
+      index = next((i for i, t in enumerate(group) if t is leaf), None)
+      if index is not None:
+        kinds.append((kind, index))
+        break
+    else:
+      kinds.append(("new", len(new)))
+      new.append(leaf)
+  return tuple(new), (spec, tuple(kinds))
+
+
+def _join_residuals(layout, inputs, outputs, new):
+  spec, kinds = layout
+  groups = {"input": inputs, "output": outputs, "new": new}
+  leaves = [value if kind == "constant" else groups[kind][value] for kind, value in kinds]
+  return tuple(leaves) if spec is None else pytree.tree_unflatten(leaves, spec)
+
+
+def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
+  if torch.compiler.is_compiling():
+    raise CrossgradError(
+        "an op is made while torch.compile traces", op=op.name, backend=NAME,
+        hint=f"Call crossgrad.torch.get({op.name!r}, ...) once outside the compiled function "
+             "(e.g. at module level) and call the result inside it")
+  n_inputs = len(op.input_names)
+
+  def run_forward(inputs):
+    with _device_scope(inputs):
+      outputs, residuals = validation.check_forward_result(
+          op, NAME, op.forward(xp, *inputs, **params))
+    return outputs, residuals
+
+  def forward(*inputs):
+    outputs, residuals = run_forward(inputs)
+    single = not isinstance(outputs, (tuple, list))
+    # An input returned as an output must be a view of it (autograd.Function's rule).
+    outs = tuple(o.view_as(o) if any(o is x for x in inputs) else o
+                 for o in validation.as_tuple(outputs))
+    new, layout = _split_residuals(residuals, inputs, outs)
+    return (*outs, *new, (len(outs), single, layout))
+
+  # One parameter per input: Dynamo counts them to tell forward(ctx, ...) from forward(...).
+  forward.__signature__ = inspect.Signature(
+      [inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY) for name in op.input_names])
+
+  def to_save(ctx, inputs, output):
+    """The inputs (for double backward), the outputs the residuals name, the new ones."""
+    n_outputs, single, layout = output[-1]
+    outs, new = output[:n_outputs], output[n_outputs:-1]
+    named = sorted({i for kind, i in layout[1] if kind == "output"})
+    ctx.layout, ctx.single, ctx.named_outputs = layout, single, named
+    ctx.counts = (n_inputs, n_outputs, len(new))
+    return (*inputs, *(outs[i] for i in named), *new)
+
+  def setup_context(ctx, inputs, output):
+    n_outputs = output[-1][0]
+    outs, new = output[:n_outputs], output[n_outputs:-1]
+    ctx.set_materialize_grads(False)
+    ctx.mark_non_differentiable(*new, *(o for o in outs if not o.is_floating_point()))
+    ctx.input_specs = tuple(spec_of(x) for x in inputs)
+    ctx.output_specs = tuple(spec_of(o) for o in outs)
+    ctx.device = outs[0].device
+    ctx.save_for_backward(*to_save(ctx, inputs, output))
+
+  def saved(ctx, tensors):
+    n_in, n_named = ctx.counts[0], len(ctx.named_outputs)
+    outs = dict(zip(ctx.named_outputs, tensors[n_in:n_in + n_named]))
+    inputs, new = tensors[:n_in], tensors[n_in + n_named:]
+    return inputs, _join_residuals(ctx.layout, inputs, outs, new)
+
+  def zeros(ctx, i):
+    spec = ctx.output_specs[i]
+    return torch.zeros(spec.shape, dtype=as_dtype(spec.dtype), device=ctx.device)
+
+  def cotangents(ctx, inputs, residuals, upstream):
+    g = validation.cotangent_for(op, ctx.output_specs, upstream, lambda i: zeros(ctx, i),
+                                 ctx.single)
+    with _device_scope(inputs):
+      result = op.backward(xp, residuals, g, **params)
+    return validation.check_cotangents(op, NAME, ctx.input_specs, result, spec_of)
+
+  def backward(ctx, *upstream):
+    inputs, residuals = saved(ctx, ctx.saved_tensors)
+    if torch.is_grad_enabled():  # A graph of this backward is asked for (double backward):
+      residuals = run_forward(inputs)[1]  # residuals that carry the inputs' history.
+    return cotangents(ctx, inputs, residuals, upstream[:ctx.counts[1]])
+
+  def setup_context_with_tangents(ctx, inputs, output):
+    setup_context(ctx, inputs, output)
+    ctx.save_for_forward(*to_save(ctx, inputs, output))
+
+  def jvp(ctx, *tangents):
+    """The output tangents: the backward's transpose (it is linear in g) at the tangents."""
+    inputs, residuals = saved(ctx, ctx.saved_tensors)
+    floating = [i for i, s in enumerate(ctx.output_specs) if s.is_floating]
+
+    def diff_cotangents(*g):
+      upstream = [None] * len(ctx.output_specs)
+      for i, gi in zip(floating, g):
+        upstream[i] = gi
+      cts = cotangents(ctx, inputs, residuals, upstream)
+      return tuple(cts[i] for i in op.diff_argnums)
+
+    _, transpose = torch.func.vjp(diff_cotangents, *(zeros(ctx, i) for i in floating))
+    out_tangents = transpose(tuple(
+        torch.zeros_like(inputs[i]) if tangents[i] is None else tangents[i]
+        for i in op.diff_argnums))
+    _, n_outputs, n_new = ctx.counts
+    result = [None] * (n_outputs + n_new + 1)
+    for i, t in zip(floating, out_tangents):
+      result[i] = t
+    return tuple(result)
+
+  class_name = "".join(part.capitalize() for part in op.name.replace(".", "_").split("_"))
+  methods = {"forward": staticmethod(forward), "backward": staticmethod(backward),
+             "generate_vmap_rule": True, "__doc__": f"crossgrad op '{op.name}' {params}."}
+  full = type(class_name, (torch.autograd.Function,), {
+      **methods, "setup_context": staticmethod(setup_context_with_tangents),
+      "jvp": staticmethod(jvp)})
+  # Dynamo rejects a Function with jvp under fullgraph=True: compiled code gets this twin.
+  compiled = type(class_name + "Compiled", (torch.autograd.Function,), {
+      **methods, "setup_context": staticmethod(setup_context)})
+
+  def call(*inputs):
+    validation.check_input_count(op, NAME, inputs)
+    like = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
+    tensors = [_tensor(x, like) for x in inputs]
+    validation.check_inputs(op, NAME, [spec_of(x) for x in tensors], params)
+    function = compiled if torch.compiler.is_compiling() else full
+    result = function.apply(*tensors)
+    n_outputs, single = result[-1][:2]
+    return result[0] if single else tuple(result[:n_outputs])
+
+  call.function, call.compiled_function = full, compiled
+  return call
+
+
+get = base.make_get(NAME, _emit)
+
+_cpu_devices = 1
+
+
+def set_cpu_device_count(count: int) -> None:
+  """Names the host CPU ``cpu:0`` ... ``cpu:count-1`` (one torch device, as TF's logical
+  CPU devices share one CPU), so cross-device rows run without accelerators."""
+  global _cpu_devices
+  _cpu_devices = int(count)
+
+
+def devices() -> list[str]:
+  """The CPU (``cpu:0``, or the count `set_cpu_device_count` set) and every CUDA device."""
+  return ([f"cpu:{i}" for i in range(_cpu_devices)]
+          + [f"cuda:{i}" for i in range(torch.cuda.device_count())])
+
+
+def find_device(name: str) -> torch.device:
+  """The torch device of a name from `devices` (``cpu:1`` is the CPU)."""
+  if name not in devices():
+    raise CrossgradError("unknown device", backend=NAME, argument="device",
+                         expected=" or ".join(devices()), actual=repr(name))
+  platform, index = name.split(":")
+  return torch.device("cpu") if platform == "cpu" else torch.device(platform, int(index))
+
+
+def _from_numpy(x: np.ndarray, device: torch.device) -> torch.Tensor:
+  x = np.asarray(x)
+  if x.dtype.name == "bfloat16":
+    return torch.as_tensor(x.astype(np.float32)).to(device=device, dtype=torch.bfloat16)
+  return torch.as_tensor(x).to(device)
+
+
+def _to_numpy(x: torch.Tensor) -> np.ndarray:
+  x = x.detach().cpu()
+  if x.dtype == torch.bfloat16:
+    import ml_dtypes  # pylint: disable=g-import-not-at-top  # NumPy's bfloat16.
+    return x.float().numpy().astype(ml_dtypes.bfloat16)
+  return x.numpy()
+
+
+_COMPILED: dict[Any, Callable[..., Any]] = {}
+
+
+def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+  """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`), made
+  once in a code object of its own: Dynamo caches per code object, so each op keeps its
+  own cache and recompile limit, and rows of other devices or dtypes reuse or extend it."""
+  if fn not in _COMPILED:
+    def run(*args):
+      return fn(*args)
+    fresh = types.FunctionType(run.__code__.replace(), run.__globals__, "run", None,
+                               run.__closure__)
+    _COMPILED[fn] = torch.compile(fresh, fullgraph=True, dynamic=False)
+  return _COMPILED[fn]
+
+
+def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
+             *, device: str = "cpu:0", mode: str = "eager"):
+  """Outputs (as a tuple) and input cotangents, eagerly or under ``torch.compile``."""
+  base.check_mode(NAME, mode, MODES)
+  validation.check_input_count(op, NAME, inputs)
+  fn = get(op, **params)
+  target = find_device(device)
+  args = [_from_numpy(x, target) for x in inputs]
+  diff_args = [args[i] for i in op.diff_argnums]
+  for x in diff_args:  # An integer one is the call's error to report.
+    x.requires_grad_(x.is_floating_point())
+  run = fn if mode == "eager" else _compiled(fn)
+  outs = validation.as_tuple(run(*args))
+  pairs = [(o, _from_numpy(c, target)) for o, c in zip(outs, cotangent) if c is not None]
+  grads = (torch.autograd.grad([o for o, _ in pairs], diff_args,
+                               grad_outputs=[c for _, c in pairs], allow_unused=True)
+           if pairs else [None] * len(diff_args))
+  grads = [torch.zeros_like(a) if g is None else g for a, g in zip(diff_args, grads)]
+  return (tuple(_to_numpy(o) for o in outs),
+          base.merge_cotangents(op, [_to_numpy(g) for g in grads]))
+
+
+def precision_scope(arrays: Sequence[Any]):
+  """torch keeps every dtype as it is."""
+  del arrays
+  return contextlib.nullcontext()
+
+
+def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:
+  """Registers ``cls`` as a torch pytree node (once), for `torch.func` and `torch.compile`."""
+  try:
+    pytree.register_pytree_node(cls, flatten,
+                                lambda children, aux: unflatten(aux, list(children)))
+  except ValueError:  # Already registered.
+    pass

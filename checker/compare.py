@@ -1,0 +1,260 @@
+"""Comparing a backend's arrays with the reference's: relative error, ULPs, bit equality.
+
+Every comparison row reports two errors: the relative one (what passes or fails a row at
+the default tolerance) and the largest distance in units in the last place (ULPs) of the
+dtype between corresponding elements (1 for neighbouring floats; 0 for 0.0 against -0.0;
+inf where one side is NaN and the other not). ``tolerance="bitwise"`` demands identical
+bits instead (any NaN matches any NaN: payloads are not portable) and names the first
+element that differs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from crossgrad.registry.errors import CrossgradError
+
+TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
+BITWISE = "bitwise"
+
+
+def tolerance_for(dtype: str, tolerance: str | float | None = None) -> float:
+  """The relative tolerance of a row: the dtype's default, a number, or 0 for bitwise."""
+  if tolerance is None or tolerance == "default":
+    return TOLERANCE.get(dtype, 1e-5)
+  if tolerance == BITWISE:
+    return 0.0
+  return float(tolerance)
+
+
+def check_tolerance(tolerance: Any, argument: str = "tolerance") -> str | float | None:
+  """``tolerance`` as `cross_check` takes it, or a `CrossgradError` naming ``argument``."""
+  if tolerance is None or tolerance in ("default", BITWISE):
+    return tolerance
+  try:
+    value = float(tolerance)
+  except (TypeError, ValueError):
+    value = float("nan")
+  if not value >= 0 or value == float("inf"):
+    raise CrossgradError("unknown tolerance", argument=argument,
+                         expected="'default', 'bitwise' or a finite number >= 0",
+                         actual=repr(tolerance))
+  return value
+
+
+def max_relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
+  """max |a - e| over the largest magnitude of either; inf on shape or NaN mismatch."""
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if actual.shape != expected.shape:
+    return float("inf")
+  a, e = actual.astype(np.float64), expected.astype(np.float64)
+  if not np.array_equal(np.isnan(a), np.isnan(e)):
+    return float("inf")
+  a, e = np.nan_to_num(a), np.nan_to_num(e)
+  scale = max(np.max(np.abs(a), initial=0.0), np.max(np.abs(e), initial=0.0))
+  diff = np.max(np.abs(a - e), initial=0.0)
+  return 0.0 if diff == 0 else float(diff / max(scale, np.finfo(np.float64).tiny))
+
+
+def _ordered(x: np.ndarray) -> np.ndarray:
+  """Floats as int64 in their numeric order, consecutive floats one apart (-0.0 -> 0)."""
+  bits = x.view(np.dtype(f"int{8 * x.dtype.itemsize}")).astype(np.int64)
+  sign = np.int64(-1) << np.int64(8 * x.dtype.itemsize - 1)
+  return np.where(bits < 0, sign - bits, bits)
+
+
+def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+  """Elementwise distance in ULPs of the (shared floating) dtype, as float64.
+
+  Two NaNs are 0 apart, a NaN and a number inf; infinities are one ULP past the largest
+  finite value. Integer arrays: the absolute difference.
+  """
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if not np.issubdtype(expected.dtype, np.floating) and expected.dtype.name != "bfloat16":
+    return np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+  a, e = _ordered(actual), _ordered(expected)
+  same_side = (a >= 0) == (e >= 0)
+  exact = np.abs(np.where(same_side, a - e, 0)).astype(np.float64)
+  far = np.abs(a.astype(np.float64)) + np.abs(e.astype(np.float64))
+  distance = np.where(same_side, exact, far)
+  nan_a, nan_e = np.isnan(actual), np.isnan(expected)
+  return np.where(nan_a & nan_e, 0.0, np.where(nan_a | nan_e, np.inf, distance))
+
+
+def bitwise_equal(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+  """Elementwise: identical bits, or both NaN."""
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if actual.dtype.kind not in "fV" and actual.dtype.name != "bfloat16":
+    return actual == expected
+  width = np.dtype(f"uint{8 * actual.dtype.itemsize}")
+  same = actual.view(width) == expected.view(width)
+  return same | (np.isnan(actual) & np.isnan(expected))
+
+
+def _robust_errors(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+  """Elementwise |a - e| over the larger of |a|, |e| and the median finite |e|, in float64;
+  0 where either is not finite (`_class_mismatch` judges those).
+
+  The median keeps results of cancellation comparable to the output's typical size, and
+  unlike the maximum it is not swamped by the dtype's extremes in special inputs.
+  """
+  a, e = a.astype(np.float64), e.astype(np.float64)
+  finite = np.sort(np.abs(e[np.isfinite(e)]))
+  typical = float(finite[finite.size // 2]) if finite.size else 0.0  # No mean: no overflow.
+  both = np.isfinite(a) & np.isfinite(e)
+  a, e = np.where(both, a, 0.0), np.where(both, e, 0.0)
+  with np.errstate(over="ignore"):
+    diff = np.abs(a - e)
+  scale = np.maximum(np.maximum(np.abs(a), np.abs(e)), max(typical, np.finfo(np.float64).tiny))
+  return np.where(diff == 0, 0.0, diff / scale)
+
+
+def _class_mismatch(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+  """Where NaN-ness, an infinity (with its sign) or the sign of a zero differs."""
+  zero_sign = (a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e))
+  return ((np.isnan(a) != np.isnan(e)) | (np.isinf(a) != np.isinf(e))
+          | (np.isinf(a) & np.isinf(e) & (a != e)) | zero_sign)
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+  """One row's verdict: relative error, ULPs, pass or fail, what differs (``note``), and
+  whether every element has identical bits (NaN matching NaN)."""
+
+  error: float
+  ulps: float | None
+  ok: bool
+  note: str
+  identical: bool = False
+
+
+def _mismatch(note: str) -> Comparison:
+  return Comparison(float("inf"), None, False, note)
+
+
+FLUSH_SLACK = 64  # In smallest normals: a flushed subnormal term times the op's constants.
+
+
+def flush_subnormals(actual: np.ndarray, expected: np.ndarray):
+  """Both arrays with +0.0 wherever they differ, but by at most `FLUSH_SLACK` smallest
+  normals: flush-to-zero hardware (FTZ/DAZ) turns subnormal results and
+  intermediates (``b * x`` in ``a * y + b * x``) into zeros, losing that much and the sign
+  of the zero. (0.0 against -0.0 alone is no flush: see `unsigned_zeros`.)"""
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if not np.issubdtype(expected.dtype, np.floating) or actual.shape != expected.shape:
+    return actual, expected
+  with np.errstate(over="ignore", invalid="ignore"):
+    gap = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+  close = (gap <= FLUSH_SLACK * float(np.finfo(expected.dtype).tiny)) & (actual != expected)
+  zero = np.zeros((), expected.dtype)
+  return np.where(close, zero, actual), np.where(close, zero, expected)
+
+
+FTZ = ("subnormals flushed to zero (FTZ/DAZ), as TensorFlow and XLA do on CPU",
+       flush_subnormals)
+
+
+def overflowed_sums(actual: np.ndarray, expected: np.ndarray):
+  """Both arrays with 0.0 wherever either is NaN or infinite: the result of a sum whose
+  partial sums overflow depends on the order it adds in (NaN, +-inf or finite)."""
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if not np.issubdtype(expected.dtype, np.floating):
+    return actual, expected
+  either = ~(np.isfinite(actual) & np.isfinite(expected))
+  zero = np.zeros((), expected.dtype)
+  return np.where(either, zero, actual), np.where(either, zero, expected)
+
+
+def unsigned_zeros(actual: np.ndarray, expected: np.ndarray):
+  """Both arrays with every zero made +0.0."""
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if not np.issubdtype(expected.dtype, np.floating):
+    return actual, expected
+  return actual + np.zeros((), actual.dtype), expected + np.zeros((), expected.dtype)
+
+
+def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str],
+            tolerance: float, *, bitwise: bool = False, elementwise: bool = False,
+            reference: str = "reference",
+            relaxations: Sequence[tuple[str, Callable[..., tuple[Any, Any]]]] = (),
+            ) -> Comparison:
+  """Compares pairs of arrays (an ``expected`` None is skipped), naming the worst element.
+
+  Args:
+    actual, expected, names: the arrays and what to call them in notes ("dx").
+    tolerance: the largest relative error that passes.
+    bitwise: pass only on identical bits (NaN matches NaN); the note names the first
+      element that differs.
+    elementwise: for special inputs: NaN, infinities and signed zeros must match element
+      for element, and the relative error is taken per element (`_robust_errors`).
+    reference: what ``expected`` is called in notes ("reference", "cpu:0").
+    relaxations: ``(what, transform)`` pairs, where the strict comparison fails (never
+      with ``bitwise``): the first, then the first two, ... are applied to each pair of
+      arrays (``transform(actual, expected)``); the row passes if one such comparison
+      does, and its note says which were needed.
+  """
+  result = _compare(actual, expected, names, tolerance, bitwise, elementwise, reference)
+  if result.ok or bitwise or result.ulps is None:
+    return result
+  pairs, used = list(zip(actual, expected)), []
+  for what, transform in relaxations:
+    relaxed_pairs = [(a, e) if a is None or e is None else transform(a, e) for a, e in pairs]
+    if all(a is None or e is None or (bitwise_equal(a, ra).all() and bitwise_equal(e, re).all())
+           for (a, e), (ra, re) in zip(pairs, relaxed_pairs)):
+      continue  # Changes nothing here: not what the row needs.
+    pairs = relaxed_pairs
+    used.append(what)
+    relaxed = _compare([a for a, _ in pairs], [e for _, e in pairs], names, tolerance,
+                       bitwise, elementwise, reference)
+    if relaxed.ok:  # The error is the relaxed one; ULPs and the note tell the strict story.
+      return dataclasses.replace(
+          relaxed, ulps=result.ulps,
+          note=f"{'; '.join(used)}; strictly {result.note.split(': ', 1)[1]}")
+  return result
+
+
+def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference):
+  worst, ulps, worst_at, first_difference = 0.0, 0.0, "", ""
+  for name, a, e in zip(names, actual, expected):
+    if e is None:
+      continue
+    if a is None:
+      return _mismatch(f"{name}: None, {reference} an array")
+    a, e = np.asarray(a), np.asarray(e)
+    if a.dtype != e.dtype:
+      return _mismatch(f"{name}: dtype {a.dtype}, {reference} {e.dtype}")
+    if a.shape != e.shape:
+      return _mismatch(f"{name}: shape {a.shape}, {reference} {e.shape}")
+    distance = ulp_distance(a, e).reshape(-1)
+    ulps = max(ulps, float(np.max(distance, initial=0.0)))
+    floating = np.issubdtype(e.dtype, np.floating) or e.dtype.name == "bfloat16"
+    if elementwise and floating:
+      errors = np.where(_class_mismatch(a, e), np.inf, _robust_errors(a, e)).reshape(-1)
+      err, at = float(np.max(errors, initial=0.0)), int(np.argmax(errors)) if a.size else 0
+    else:
+      err = (max_relative_error(a, e) if floating
+             else float("inf") if distance.any() else 0.0)
+      at = int(np.argmax(distance)) if a.size else 0
+    if err > worst or not worst_at:
+      worst, worst_at = err, _describe(name, a, e, at, reference)
+    differs = ~bitwise_equal(a, e).reshape(-1)
+    if not first_difference and differs.any():
+      at = int(np.argmax(differs))
+      first_difference = (f"{_describe(name, a, e, at, reference)} "
+                          f"({distance[at]:.0f} ulps)")
+  identical = not first_difference
+  if bitwise:
+    return Comparison(worst, ulps, identical, first_difference, identical)
+  ok = worst <= tolerance
+  return Comparison(worst, ulps, ok, "" if ok else f"worst: {worst_at}", identical)
+
+
+def _describe(name: str, a: np.ndarray, e: np.ndarray, flat: int, reference: str) -> str:
+  index = "[" + ", ".join(map(str, np.unravel_index(flat, a.shape))) + "]" if a.shape else ""
+  if not a.size:
+    return name
+  return f"{name}{index}: {a.reshape(-1)[flat].item()!r} vs {reference} " \
+         f"{e.reshape(-1)[flat].item()!r}"

@@ -1,0 +1,111 @@
+"""Comparison rows: relative error, ULPs, bit equality, special-value classes, relaxations."""
+
+import numpy as np
+import pytest
+
+import crossgrad as cg
+from crossgrad.checker import compare
+
+F32 = np.float32
+
+
+def test_ulp_distance_counts_floats_between():
+  one = F32(1.0)
+  above = np.nextafter(one, F32(2.0))
+  smallest = np.nextafter(F32(0.0), F32(1.0))  # 1.4e-45, the smallest subnormal.
+  got = compare.ulp_distance(np.array([above, 0.0, -0.0, smallest, -smallest, np.nan, np.inf],
+                                      F32),
+                             np.array([one, -0.0, 0.0, -smallest, -smallest, np.nan, 1.0], F32))
+  # Across zero: -1.4e-45 -> -0.0 == 0.0 -> 1.4e-45 is two steps.
+  assert got.tolist()[:6] == [1.0, 0.0, 0.0, 2.0, 0.0, 0.0]
+  assert got[6] > 2 ** 23  # inf vs 1.0: every float in [1, max], and one more.
+  assert compare.ulp_distance(np.array([np.nan], F32), np.array([1.0], F32))[0] == np.inf
+  big = np.array([np.finfo(np.float64).max]), np.array([-np.finfo(np.float64).max])
+  assert compare.ulp_distance(*big)[0] == pytest.approx(2.0 * (2 ** 63 - 2 ** 52), rel=1e-12)
+
+
+def test_ulps_of_each_float_dtype():
+  for dtype in (np.float16, np.float32, np.float64):
+    x = np.array([0.1, -3.0, 1e-3], dtype)
+    y = np.nextafter(np.nextafter(x, dtype(np.inf)), dtype(np.inf))
+    assert compare.ulp_distance(y, x).tolist() == [2.0, 2.0, 2.0], dtype
+
+
+def test_bitwise_equal_tells_signed_zeros_apart_but_not_nans():
+  a = np.array([0.0, np.nan, 1.0], F32)
+  b = np.array([-0.0, -np.nan, 1.0], F32)
+  assert compare.bitwise_equal(a, b).tolist() == [False, True, True]
+
+
+def test_rows_report_relative_error_and_ulps():
+  expected = np.array([1.0, 2.0, 4.0], F32)
+  actual = expected.copy()
+  actual[1] = np.nextafter(actual[1], F32(3.0))
+  result = compare.compare([actual], [expected], ["dx"], 1e-5)
+  assert result.ok and result.ulps == 1.0 and not result.identical
+  assert result.error == pytest.approx(float(actual[1] - expected[1]) / 4.0)
+
+
+def test_bitwise_names_the_first_differing_element():
+  expected = np.array([[1.0, 2.0], [3.0, 4.0]], F32)
+  actual = expected.copy()
+  actual[1, 0] = np.nextafter(actual[1, 0], F32(0.0))
+  result = compare.compare([expected, actual], [expected, expected], ["output 0", "dx"], 0.0,
+                           bitwise=True)
+  assert not result.ok
+  assert result.note == f"dx[1, 0]: {float(actual[1, 0])!r} vs reference 3.0 (1 ulps)"
+  same = compare.compare([np.array([np.nan, -0.0])], [np.array([np.nan, -0.0])], ["y"], 0.0,
+                         bitwise=True)
+  assert same.ok and same.identical
+  signed = compare.compare([np.array([0.0])], [np.array([-0.0])], ["y"], 0.0, bitwise=True)
+  assert not signed.ok and "y[0]: 0.0 vs reference -0.0" in signed.note
+
+
+def test_dtype_shape_and_missing_arrays_fail_with_a_note():
+  x = np.ones(3, F32)
+  assert compare.compare([x.astype(np.float64)], [x], ["dx"], 1.0).note == \
+      "dx: dtype float64, reference float32"
+  assert compare.compare([np.ones(4, F32)], [x], ["dx"], 1.0).note == \
+      "dx: shape (4,), reference (3,)"
+  assert compare.compare([None], [x], ["dx"], 1.0).note == "dx: None, reference an array"
+  ints = compare.compare([np.array([1, 2])], [np.array([1, 3])], ["idx"], 1.0)
+  assert not ints.ok and ints.ulps == 1.0
+
+
+def test_elementwise_comparison_judges_each_special_class():
+  e = np.array([np.nan, np.inf, -np.inf, -0.0, 1.0, 1e30], F32)
+  assert compare.compare([e.copy()], [e], ["y"], 1e-5, elementwise=True).ok
+  for i, wrong in [(0, 0.0), (1, -np.inf), (2, np.nan), (3, 0.0), (4, 1.001)]:
+    a = e.copy()
+    a[i] = wrong
+    result = compare.compare([a], [e], ["y"], 1e-5, elementwise=True)
+    assert not result.ok and result.note.startswith(f"worst: y[{i}]"), (i, result)
+  # A global relative error would hide the 0.1% error at 1.0 behind the 1e30.
+  a = e.copy()
+  a[4] = 1.001
+  assert compare.compare([a], [e], ["y"], 1e-5).ok
+
+
+def test_flushed_subnormals_pass_only_as_a_relaxation_and_say_so():
+  tiny = np.finfo(F32).tiny
+  e = np.array([tiny * 0.25, -tiny * 0.5, 1.0], F32)  # Two subnormals.
+  a = np.array([0.0, 0.0, 1.0], F32)  # Flushed, one losing its sign.
+  strict = compare.compare([a], [e], ["y"], 1e-5, elementwise=True)
+  e_alone = np.array([tiny * 0.25, -tiny * 0.5], F32)
+  assert not compare.compare([np.zeros(2, F32)], [e_alone], ["y"], 1e-5, elementwise=True).ok
+  relaxed = compare.compare([np.zeros(2, F32)], [e_alone], ["y"], 1e-5, elementwise=True,
+                            relaxations=[compare.FTZ])
+  assert relaxed.ok and relaxed.note.startswith(compare.FTZ[0] + "; strictly y[")
+  assert relaxed.ulps == strict.ulps > 0
+  assert not compare.compare([a], [e], ["y"], 0.0, bitwise=True,
+                             relaxations=[compare.FTZ]).ok
+
+
+def test_tolerance_values():
+  assert compare.tolerance_for("float32") == 1e-5
+  assert compare.tolerance_for("float64", "bitwise") == 0.0
+  assert compare.tolerance_for("float64", 1e-3) == 1e-3
+  assert compare.check_tolerance("1e-4") == 1e-4
+  for bad in ("exact", -1.0, float("nan")):
+    with pytest.raises(cg.CrossgradError, match="tolerance: unknown tolerance"):
+      compare.check_tolerance(bad)

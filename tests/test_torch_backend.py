@@ -1,0 +1,223 @@
+"""The PyTorch backend: eager, vmap, forward mode, compile, double backward, Parameters,
+devices. Expected values come from NumPy, JAX, finite differences or the adjoint identity,
+never from torch itself. torch.compile is slow on two cores: few, small compiles."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (crossgrad[torch])")
+
+import crossgrad as cg  # pylint: disable=g-import-not-at-top,wrong-import-position
+from crossgrad.backends import base, protocol  # pylint: disable=wrong-import-position
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((6, 5))
+W = RNG.standard_normal((4, 5)) + 0.1  # Kinks of relu(w) stay away from w's values.
+W += 0.2 * np.sign(W)
+
+
+def _t(a, requires_grad=False):
+  return torch.tensor(a, dtype=torch.float64, requires_grad=requires_grad)
+
+
+def test_torch_implements_the_protocol_and_is_a_default_backend():
+  assert isinstance(base.load("torch"), protocol.Backend)
+  assert "torch" in base.names() and "torch" in base.default_backends()
+  assert cg.torch.MODES == ("eager", "compile")
+
+
+def test_xp_has_the_standard_names_the_extensions_and_the_legacy_names():
+  xp = cg.torch.xp
+  for name in ("concat", "cumulative_sum", "permute_dims", "bitwise_left_shift", "astype",
+               "take", "segment_sum", "segment_min", "one_hot", "unbroadcast", "concatenate",
+               "cumsum", "transpose", "left_shift", "right_shift"):
+    assert callable(getattr(xp, name)), name
+  assert xp.int32 is torch.int32 and xp.float64 is torch.float64
+  ints = torch.tensor([3, 1, 2], dtype=torch.int32)
+  assert xp.cumulative_sum(ints, axis=0).dtype == torch.int32  # torch alone gives int64.
+  np.testing.assert_array_equal(xp.cumulative_sum(ints, axis=0), [3, 4, 6])
+  np.testing.assert_array_equal(xp.astype(xp.concat([ints, ints]), "float32"),
+                                [3.0, 1.0, 2.0, 3.0, 1.0, 2.0])
+  empty = xp.segment_min(torch.tensor([1.0, 2.0]), torch.tensor([0, 5]), 2)
+  assert empty.tolist() == [1.0, np.finfo(np.float32).max]  # Id 5 dropped; segment 1 empty.
+  with pytest.raises(cg.CrossgradError, match=r"xp\.fft is not in crossgrad's op namespace"):
+    xp.fft  # pylint: disable=pointless-statement
+
+
+def test_eager_op_matches_the_reference_with_parameter_inputs():
+  x, w = _t(X, True), torch.nn.Parameter(_t(W))
+  y = cg.torch.get("positive_matmul")(x, w)
+  g = RNG.standard_normal(y.shape)
+  y.backward(_t(g))
+  ref_y, vjp = cg.numpy.vjp("positive_matmul", X, W)
+  dx, dw = vjp(g)
+  np.testing.assert_allclose(y.detach().numpy(), ref_y, rtol=1e-12)
+  np.testing.assert_allclose(x.grad.numpy(), dx, rtol=1e-12)
+  np.testing.assert_allclose(w.grad.numpy(), dw, rtol=1e-12)
+
+
+def test_vmap_and_vmap_of_grad_match_per_example_results():
+  op = cg.torch.get("positive_matmul")
+  xs = RNG.standard_normal((3, 6, 5))
+  ys = torch.func.vmap(op, in_dims=(0, None))(_t(xs), _t(W))
+  grads = torch.func.vmap(torch.func.grad(lambda x, w: op(x, w).sum(), argnums=1),
+                          in_dims=(0, None))(_t(xs), _t(W))
+  for k in range(3):
+    ref_y, vjp = cg.numpy.vjp("positive_matmul", xs[k], W)
+    np.testing.assert_allclose(ys[k].numpy(), ref_y, rtol=1e-12)
+    np.testing.assert_allclose(grads[k].numpy(), vjp(np.ones_like(ref_y))[1], rtol=1e-12)
+
+
+def test_forward_mode_and_compile_on_the_same_op():
+  """jvp (torch.func and forward_ad) is the transposed backward: <J t, g> = <t, J^T g>,
+  and equals finite differences (the op is exact); compiled, the op gives eager's values."""
+  op = cg.torch.get("positive_matmul")
+  tx, tw = RNG.standard_normal(X.shape), RNG.standard_normal(W.shape)
+  y, y_dot = torch.func.jvp(op, (_t(X), _t(W)), (_t(tx), _t(tw)))
+  with torch.autograd.forward_ad.dual_level():
+    dual = op(torch.autograd.forward_ad.make_dual(_t(X), _t(tx)),
+              torch.autograd.forward_ad.make_dual(_t(W), _t(tw)))
+    dual_tangent = torch.autograd.forward_ad.unpack_dual(dual).tangent
+  g = RNG.standard_normal(y.shape)
+  _, vjp = cg.numpy.vjp("positive_matmul", X, W)
+  dx, dw = vjp(g)
+  np.testing.assert_allclose(np.sum(y_dot.numpy() * g), np.sum(tx * dx) + np.sum(tw * dw),
+                             rtol=1e-10)
+  eps = 1e-6
+  plus = cg.numpy.get("positive_matmul")(X + eps * tx, W + eps * tw)
+  minus = cg.numpy.get("positive_matmul")(X - eps * tx, W - eps * tw)
+  np.testing.assert_allclose(y_dot.numpy(), (plus - minus) / (2 * eps), atol=1e-7)
+  np.testing.assert_allclose(dual_tangent.numpy(), y_dot.numpy(), rtol=1e-12)
+
+  compiled = torch.compile(lambda x, w: op(x, w) * 2.0, fullgraph=True)
+  x, w = _t(X, True), _t(W, True)
+  out = compiled(x, w)
+  out.backward(_t(g))
+  np.testing.assert_allclose(out.detach().numpy(), 2.0 * y.numpy(), rtol=1e-12)
+  np.testing.assert_allclose(x.grad.numpy(), 2.0 * dx, rtol=1e-12)
+  np.testing.assert_allclose(w.grad.numpy(), 2.0 * dw, rtol=1e-12)
+
+
+def test_dynamo_refuses_the_function_with_jvp_hence_the_twin():
+  full = cg.torch.get("leaky_relu").function
+  with pytest.raises(Exception, match="Unsupported custom jvp"):
+    torch.compile(lambda x: full.apply(x)[0], fullgraph=True)(_t(X, requires_grad=True))
+
+
+LABELS = np.array([0, 2, 1, 2, 0], np.int32)
+CENTERS = RNG.standard_normal((3, 5))
+
+
+def _jax_second_order(name, inputs, vs, outer):
+  """d/d(inputs) <grad of sum(outer(op)), v> in JAX (grad of grad through custom_vjp)."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  diff = cg.get(name).diff_argnums
+
+  def target(*d):
+    args = list(inputs)
+    for i, a in zip(diff, d):
+      args[i] = a
+    return jnp.sum(outer(jnp, cg.jax.get(name)(*args)))
+
+  def hvp(*d):
+    grads = jax.grad(target, argnums=tuple(range(len(d))))(*d)
+    return sum(jnp.vdot(gi, v) for gi, v in zip(grads, vs))
+
+  with jax.enable_x64(True):
+    return [np.asarray(e) for e in jax.grad(hvp, argnums=tuple(range(len(diff))))(
+        *(jnp.asarray(inputs[i]) for i in diff))]
+
+
+def _torch_second_order(name, inputs, vs, outer):
+  diff = cg.get(name).diff_argnums
+  args = [_t(a, True) if i in diff else torch.as_tensor(a) for i, a in enumerate(inputs)]
+  d_args = [args[i] for i in diff]
+  value = outer(torch, cg.torch.get(name)(*args)).sum()
+  grads = torch.autograd.grad(value, d_args, create_graph=True)
+  return torch.autograd.grad(sum((gi * _t(v)).sum() for gi, v in zip(grads, vs)), d_args)
+
+
+@pytest.mark.parametrize("name, inputs, outer", [
+    ("positive_matmul", (X, W), lambda m, y: m.sin(y)),
+    ("center_loss", (X[:5], LABELS, CENTERS), lambda m, y: 3.0 * y),
+])
+def test_double_backward_matches_jax(name, inputs, outer):
+  """Where JAX and torch mean the same second order (an exact op, or an upstream gradient
+  that does not depend on the inputs), double backward equals JAX's grad of grad."""
+  vs = [RNG.standard_normal(inputs[i].shape) for i in cg.get(name).diff_argnums]
+  expected = _jax_second_order(name, inputs, vs, outer)
+  got = _torch_second_order(name, inputs, vs, outer)
+  assert any(np.abs(e).max() > 1e-3 for e in expected)  # There is a second order to see.
+  for g, e in zip(got, expected):
+    np.testing.assert_allclose(g.numpy(), e, rtol=1e-10, atol=1e-12)
+
+
+def test_second_order_of_a_surrogate_op_applies_its_rule_at_every_order():
+  """torch differentiates a Function's output by its backward at every order; JAX's
+  custom_vjp differentiates the forward as plain code beyond the first. For center_loss
+  under sin the two differ in the outer derivative of the loss L w.r.t. the centers:
+
+    torch: d/dc [cos(L) <B, v>] = -sin(L) dc_rule <B, v> + cos(L) d<B, v>/dc
+
+  with B = (dx, dc) at g = 1 and dc_rule the paper's update (B's second half)."""
+  inputs = (X[:5], LABELS, CENTERS)
+  vx, vc = RNG.standard_normal(X[:5].shape), RNG.standard_normal(CENTERS.shape)
+  got = _torch_second_order("center_loss", inputs, [vx, vc], lambda m, y: m.sin(y))
+  loss, vjp = cg.numpy.vjp("center_loss", *inputs)
+  dx, _, dc = vjp(np.float64(1.0))
+  linear = _jax_second_order("center_loss", inputs, [vx, vc], lambda m, y: y)  # d<B,v>/d.
+  inner = np.sum(dx * vx) + np.sum(dc * vc)
+  np.testing.assert_allclose(got[1].numpy(),
+                             -np.sin(loss) * dc * inner + np.cos(loss) * linear[1], rtol=1e-10)
+  jax_value = _jax_second_order("center_loss", inputs, [vx, vc], lambda m, y: m.sin(y))
+  assert not np.allclose(got[1].numpy(), jax_value[1])  # JAX: the true dL/dc outside.
+
+
+def test_label_values_are_checked_eagerly():
+  with pytest.raises(cg.CrossgradError, match="label out of range"):
+    cg.torch.get("center_loss")(_t(X[:2]), torch.tensor([0, 7]), _t(W[:3]))
+
+
+def test_cross_check_rows_for_eager_and_compile():
+  report = cg.cross_check(["positive_matmul"], backends=["torch"], dtypes=["float64"])
+  assert report.ok, report.table(failures_only=True)
+  modes = {(r.mode, r.check) for r in report.rows if r.backend == "torch"}
+  assert modes == {(m, c) for m in ("eager", "compile") for c in ("forward", "vjp")}
+
+
+def test_a_wrong_torch_gradient_fails_the_cross_check():
+  op = cg.OpDef(name="torch_only_wrong", forward=lambda xp, x: (2.0 * x, ()),
+                backward=lambda xp, r, g: (g * (2.5 if xp.backend == "torch" else 2.0),),
+                sample=lambda rng: (rng.standard_normal(3),))
+  report = cg.cross_check([op], backends=["torch", "jax"], modes=["eager"])
+  assert {(r.backend, r.check) for r in report.failures} == {("torch", "vjp")}
+
+
+def test_cpu_device_names():
+  module = base.load("torch")
+  try:
+    module.set_cpu_device_count(3)
+    assert module.devices()[:3] == ["cpu:0", "cpu:1", "cpu:2"]
+    assert module.find_device("cpu:2") == torch.device("cpu")
+    report = cg.cross_check(["leaky_relu"], backends=["torch"], dtypes=["float32"],
+                            modes=["eager"])
+    device_rows = [r for r in report.rows if r.check == "device"]
+    assert report.ok and {r.device for r in device_rows} == {"cpu:1", "cpu:2"}
+  finally:
+    module.set_cpu_device_count(1)
+  with pytest.raises(cg.CrossgradError, match="unknown device"):
+    module.find_device("cpu:2")
+
+
+def test_cuda_matches_cpu():
+  if not torch.cuda.is_available():
+    pytest.skip("no CUDA device here: the cuda:N rows run where one is")
+  op = cg.get("sparse_q")
+  inputs = op.sample(np.random.default_rng(1))
+  cot = [np.ones((cg.numpy.get("sparse_q")(*inputs)).shape)]
+  cpu = cg.torch.evaluate(op, {}, inputs, cot, device="cpu:0")
+  cuda = cg.torch.evaluate(op, {}, inputs, cot, device="cuda:0")
+  for a, b in zip(cpu[0] + cpu[1], cuda[0] + cuda[1]):
+    if a is not None:
+      np.testing.assert_allclose(b, a, rtol=1e-12)
