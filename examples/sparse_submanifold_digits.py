@@ -62,8 +62,7 @@ def logits(backend: str, params, h, m, n_valid):
   x = module.submanifold_conv2d(x, w4, b4).map(relu)
   # Mean over each 6x6 quadrant of the 12x12 grid: active values plus the ground state.
   live = xp.arange(x.capacity, dtype=x.H.dtype) < x.n_valid
-  rows = xp.reshape(xp.take(x.H, np.array([0], np.int32), axis=1), (-1,))
-  cols = xp.reshape(xp.take(x.H, np.array([1], np.int32), axis=1), (-1,))
+  rows, cols = x.H[:, 0], x.H[:, 1]
   quadrant = xp.where(live, xp.astype(rows >= HALF, x.H.dtype) * 2
                       + xp.astype(cols >= HALF, x.H.dtype), -1)
   sums = xp.segment_sum(x.M, quadrant, 4)

@@ -60,7 +60,7 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *, stride
   weights = xp.reshape(W, (kk * n_in, n_out))
   rows = book.out_capacity
   q = module.get("sparse_q")(x.M, x.ground_state, book.h_out, book.dst)
-  live = xp.reshape(xp.arange(rows, dtype=book.h_out.dtype), (rows, 1)) < book.n_out
+  live = xp.reshape(xp.arange(rows, dtype=xp.int32), (rows, 1)) < book.n_out
   m_out = xp.matmul(q, weights) + xp.reshape(b, (1, n_out))
   m_out = xp.where(live, m_out, xp.zeros_like(m_out))
   n_valid = book.n_out if isinstance(book.n_out, int) else xp.minimum(book.n_out, rows)

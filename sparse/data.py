@@ -56,9 +56,11 @@ def namespace(backend: str):
   register(backend)
   return _backend(backend).xp
 
+
 def dtype_name(x: Any) -> str:
   """The dtype's name ("float32") of a NumPy, TensorFlow, JAX or torch array."""
   return getattr(x.dtype, "name", str(x.dtype).removeprefix("torch."))
+
 
 @dataclasses.dataclass(frozen=True)
 class SparseData:
@@ -174,6 +176,7 @@ class SparseData:
   @classmethod
   def __tf_unflatten__(cls, dense_shape, components):
     return cls.unflatten(dense_shape, components)
+
 
 def validate(x: SparseData, op: str = "SparseData"):
   """Shapes always; with concrete values also index ranges and duplicate sites."""

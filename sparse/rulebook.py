@@ -123,12 +123,6 @@ def safe_capacity(capacity_in: int, dense_shape, f: int, stride: int = 1) -> int
   return max(1, min(capacity_in * reach * reach, ho * wo))
 
 
-def _column(xp, pairs, j: int):
-  """Column ``j`` of an ``n x 2`` integer array, as a vector."""
-  n = pairs.shape[0]
-  return xp.reshape(xp.take(pairs, np.array([j], np.int32), axis=1), (n,))
-
-
 def _on_stride(xp, v, size: int, f: int, stride: int):
   """``v / stride`` where ``v`` (an input position minus ``f - 1`` plus a filter
   position) divides by the stride, else -1: a lookup in a static table, so no integer
@@ -139,7 +133,7 @@ def _on_stride(xp, v, size: int, f: int, stride: int):
   positions = np.arange(size + f) - (f - 1)
   on = (positions >= 0) & (positions % stride == 0)
   table[on] = positions[on] // stride + 1
-  return xp.take(table, v + (f - 1)) - 1  # Outside the table: take reads 0, so -1.
+  return xp.take(xp.asarray(table), v + (f - 1)) - 1  # Outside the table: 0, so -1.
 
 
 def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int, stride: int = 1) -> Rulebook:
@@ -147,9 +141,8 @@ def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int, stride: int = 1
   a, kk = h_in.shape[0], f * f
   ho, wo = output_size(dense_shape, f, stride)
   grid = ho * wo
-  index = h_in.dtype
-  row, col = _column(xp, h_in, 0), _column(xp, h_in, 1)
-  live = xp.arange(a, dtype=index) < xp.astype(xp.asarray(n_valid), index)
+  row, col = h_in[:, 0], h_in[:, 1]
+  live = xp.arange(a, dtype=xp.int32) < xp.astype(xp.asarray(n_valid), xp.int32)
   # Candidates (site, filter position) in the seed's loop order: position p = (u, v) of
   # site (row, col) reaches output ((row - f + 1 + u) / s, (col - f + 1 + v) / s).
   u = np.repeat(np.arange(f, dtype=np.int32), f)
@@ -165,12 +158,11 @@ def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int, stride: int = 1
   key = xp.where(valid, i * wo + j, grid)  # Out of range, so dropped, where invalid.
   # An output site is numbered when its first candidate comes up; every candidate then
   # finds its output row through its site's first candidate.
-  position = xp.arange(a * kk, dtype=index)
+  position = xp.arange(a * kk, dtype=xp.int32)
   first = xp.take(xp.segment_min(position, key, grid), key)
   is_first = xp.logical_and(valid, xp.equal(first, position))
-  counts = xp.astype(is_first, index)  # Its dtype is xp's own (h_in may be NumPy's).
-  rank = xp.cumulative_sum(counts, axis=0, dtype=counts.dtype) - 1
-  n_out = xp.sum(counts, dtype=counts.dtype)
+  rank = xp.cumulative_sum(xp.astype(is_first, xp.int32), axis=0, dtype=xp.int32) - 1
+  n_out = xp.sum(xp.astype(is_first, xp.int32), dtype=xp.int32)
   out_row = xp.take(rank, first)
   offset = np.tile(np.arange(kk - 1, -1, -1, dtype=np.int32), a)
   dst = xp.where(xp.logical_and(valid, out_row < capacity), out_row * kk + offset, -1)
@@ -184,12 +176,11 @@ def build_submanifold(xp, h_in, n_valid, dense_shape, f: int) -> Rulebook:
   """The submanifold rulebook (``src``, see the module docstring) for odd ``f``."""
   a, kk, (h, w) = h_in.shape[0], f * f, dense_shape[:2]
   c = (f - 1) // 2
-  index = h_in.dtype
-  row, col = _column(xp, h_in, 0), _column(xp, h_in, 1)
-  live = xp.arange(a, dtype=index) < xp.astype(xp.asarray(n_valid), index)
+  row, col = h_in[:, 0], h_in[:, 1]
+  live = xp.arange(a, dtype=xp.int32) < xp.astype(xp.asarray(n_valid), xp.int32)
   # Row number + 1 of each active site on the h x w grid (0: inactive).
-  occupied = xp.segment_sum(xp.arange(a, dtype=index) + 1, xp.where(live, row * w + col, -1),
-                            h * w)
+  occupied = xp.segment_sum(xp.arange(a, dtype=xp.int32) + 1,
+                            xp.where(live, row * w + col, -1), h * w)
   i = xp.reshape(row, (a, 1)) + (np.repeat(np.arange(f, dtype=np.int32), f) - c)
   j = xp.reshape(col, (a, 1)) + (np.tile(np.arange(f, dtype=np.int32), f) - c)
   inside = xp.logical_and(xp.logical_and(xp.logical_and(i >= 0, i < h),
@@ -252,7 +243,7 @@ def for_conv(x, f: int, *, stride: int = 1, capacity: int | None = None,
           f">= {n_out}", capacity)
   if capacity is None:
     book = dataclasses.replace(book, h_out=xp.take(book.h_out, xp.arange(
-        max(n_out, 1), dtype=book.h_out.dtype), axis=0))
+        max(n_out, 1), dtype=xp.int32), axis=0))
   return dataclasses.replace(book, n_out=n_out)
 
 

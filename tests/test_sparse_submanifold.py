@@ -213,3 +213,27 @@ def test_even_kernels_and_bad_tables_are_clear_errors(backend):
   with pytest.raises(cg.CrossgradError, match="not its own inverse") as e:
     cg.backends.base.load(backend).get("submanifold_q")(x.M, x.ground_state, convert(src))
   assert e.value.argument == "input 'src'" and e.value.backend == backend
+
+
+def test_torch_values_and_gradients_match_torch_conv2d():
+  import torch  # pylint: disable=g-import-not-at-top
+  dense, ground_state, (w1, b1, _, _), _ = _problem(7)
+  x = cg.SparseData.from_dense(torch.tensor(dense), torch.tensor(ground_state))
+  sites = np.asarray(x.H)
+  cot = np.random.default_rng(8).standard_normal((x.n_valid, 4))
+
+  def grads(sparse):
+    m, gs = x.M.clone().requires_grad_(True), x.ground_state.clone().requires_grad_(True)
+    w, b = torch.tensor(w1, requires_grad=True), torch.tensor(b1, requires_grad=True)
+    s = cg.SparseData(x.H, m, x.dense_shape, gs, x.n_valid)
+    if sparse:
+      out = cg.torch.submanifold_conv2d(s, w, b).M
+    else:
+      d = s.to_dense().permute(2, 0, 1)[None]
+      full = torch.nn.functional.conv2d(d, w.permute(3, 2, 0, 1), b, padding=F // 2)[0]
+      out = full.permute(1, 2, 0)[sites[:, 0], sites[:, 1]]
+    (out * torch.tensor(cot)).sum().backward()
+    return [out.detach().numpy()] + [v.grad.numpy() for v in (m, gs, w, b)]
+
+  for name, got, want in zip(("out", "M", "ground_state", "W", "b"), grads(True), grads(False)):
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11, err_msg=name)

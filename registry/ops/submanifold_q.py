@@ -53,7 +53,7 @@ def _forward(xp, M, ground_state, src):
   _check_symmetric(xp, src, a)
   flat = xp.reshape(src, (a * kk,))
   ground = xp.reshape(xp.astype(xp.equal(flat, a), M.dtype), (a * kk, 1))
-  q = xp.take(M, flat, axis=0) + ground * xp.reshape(ground_state, (1, n_in))  # take: 0 off M.
+  q = xp.take(M, flat, axis=0) + ground * xp.reshape(ground_state, (1, n_in))  # 0 off M.
   return xp.reshape(q, (a, kk * n_in)), (src, ground)
 
 
@@ -62,7 +62,7 @@ def _backward(xp, residuals, g):
   a, kk = src.shape
   by_entry = xp.reshape(g, (a * kk, -1))
   # Row j's copies: entry (src[j, k], kk-1-k) for each k where src[j, k] is a row of M.
-  mirrored = xp.reshape(np.arange(kk - 1, -1, -1, dtype=np.int32), (1, kk))
+  mirrored = xp.asarray(np.arange(kk - 1, -1, -1, dtype=np.int32).reshape(1, kk))
   entry = xp.where(xp.logical_and(src >= 0, src < a), src * kk + mirrored, -1)
   picked = xp.reshape(xp.take(by_entry, xp.reshape(entry, (a * kk,)), axis=0), (a, kk, -1))
   # A plain sum: on CPU it beat a batched product with ones (sparse_q's choice) 2-4x
