@@ -52,13 +52,13 @@ def _planted(name, backward):
 
 PLANTED = [
     _planted("planted_right", lambda xp, r, g: (
-        2.0 * r[0] * xp.matmul(g, xp.transpose(r[1])), xp.matmul(xp.transpose(r[0] * r[0]), g))),
+        2.0 * r[0] * xp.matmul(g, xp.matrix_transpose(r[1])), xp.matmul(xp.matrix_transpose(r[0] * r[0]), g))),
     _planted("planted_scaled", lambda xp, r, g: (
-        2.02 * r[0] * xp.matmul(g, xp.transpose(r[1])), xp.matmul(xp.transpose(r[0] * r[0]), g))),
+        2.02 * r[0] * xp.matmul(g, xp.matrix_transpose(r[1])), xp.matmul(xp.matrix_transpose(r[0] * r[0]), g))),
     _planted("planted_no_square", lambda xp, r, g: (
-        2.0 * r[0] * xp.matmul(g, xp.transpose(r[1])), xp.matmul(xp.transpose(r[0]), g))),
+        2.0 * r[0] * xp.matmul(g, xp.matrix_transpose(r[1])), xp.matmul(xp.matrix_transpose(r[0]), g))),
     _planted("planted_missing_factor", lambda xp, r, g: (
-        r[0] * xp.matmul(g, xp.transpose(r[1])), xp.matmul(xp.transpose(r[0] * r[0]), g))),
+        r[0] * xp.matmul(g, xp.matrix_transpose(r[1])), xp.matmul(xp.matrix_transpose(r[0] * r[0]), g))),
 ]
 
 
