@@ -74,7 +74,7 @@ def _main(capsys, **flag_values):
 @pytest.mark.parametrize("flag_values, message", [
     (dict(ops=["no_such_op"]), "--ops: unknown value: expected one of bernoulli_mask, "),
     (dict(backends=["theano"]), "--backends: unknown value: expected one of numpy, "
-                                "tensorflow, jax, got 'theano'"),
+                                "tensorflow, jax, torch, got 'theano'"),
     (dict(dtypes=["float31"]), "--dtypes: unknown value: expected one of float16, float32, "
                                "float64, got 'float31'. Did you mean 'float32'?"),
     (dict(devices=["gpu:77"]), "--devices: unknown value: expected one of all, cpu, "),
