@@ -12,8 +12,11 @@ from crossgrad.bernoulli.tensorflow import bernoulli_mask
 from crossgrad.bernoulli.tensorflow import bernoulli_mask_sampled
 from crossgrad.bernoulli.tensorflow import uniform_noise
 from crossgrad.sparse import conv as _sparse_conv
+from crossgrad.sparse import submanifold as _submanifold
 
 sparse_conv2d = _sparse_conv.for_backend(NAME)
+submanifold_conv2d = _submanifold.for_backend(NAME)
 
-__all__ = ("GENERATORS", "MODES", "NAME", "bernoulli_mask", "bernoulli_mask_sampled",
-           "devices", "evaluate", "get", "sparse_conv2d", "spec_of", "uniform_noise", "xp")
+__all__ = ("GENERATORS", "MODES", "NAME", "bernoulli_mask", "bernoulli_mask_sampled", "devices",
+           "evaluate", "get", "sparse_conv2d", "spec_of", "submanifold_conv2d", "uniform_noise",
+           "xp")

@@ -93,7 +93,7 @@ def _dtype(d):
     d = tf.as_dtype(d)
   except TypeError as err:
     raise TypeError(f"not a dtype: {d!r}") from err
-  if d not in _DTYPES:
+  if d not in _DTYPES and d not in (tf.float16, tf.bfloat16):  # Beyond the standard, allowed.
     raise TypeError(f"{d!r} is not an Array API dtype")
   return d
 

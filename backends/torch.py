@@ -283,7 +283,7 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
   if torch.compiler.is_compiling():
     raise CrossgradError(
         "an op is made while torch.compile traces", op=op.name, backend=NAME,
-        hint=f"Call crossgrad.torch.get({op.name!r}, ...) once outside the compiled function "
+        argument="crossgrad.torch.get", hint=f"Call crossgrad.torch.get({op.name!r}, ...) once outside the compiled function "
              "(e.g. at module level) and call the result inside it")
   n_inputs = len(op.input_names)
 

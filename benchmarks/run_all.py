@@ -30,14 +30,15 @@ FLAGS = flags.FLAGS
 
 # Binaries: each has settings(quick) and run(..., json_path); check_cost must come first.
 BENCHMARKS = ("check_cost", "overhead", "tf1_idiom", "dispatch", "bernoulli_mask",
-              "tf1_port_overhead")
-# Benchmark binaries not run yet: sparse_conv gets settings()/run() with its absl rewrite.
-PENDING = ("sparse_conv",)
+              "tf1_port_overhead", "torch_overhead", "sparse_conv", "sparse_network",
+              "sparse_rulebook")
+# Benchmark binaries not run yet.
+PENDING = ()
 # Programs that are no benchmark: array_api_conformance runs the Array API test suite
 # (given its checkout); docs_tables writes docs/benchmarks.md from run_all's JSON.
 TOOLS = ("array_api_conformance", "docs_tables")
 # Modules the benchmarks import; not binaries.
-LIBRARIES = ("handwritten", "hlo", "sparse_loops", "timing")
+LIBRARIES = ("handwritten", "hlo", "sparse_layer", "sparse_loops", "timing")
 
 
 def _headlines(results: dict) -> dict:

@@ -10,28 +10,28 @@
    `lax.conv_general_dilated`; gradients of the input, W, b) at 512x512x16, f=3,
    n_out=16, for several active fractions (uniformly random sites: the worst case for
    dilation); the break-even fraction is interpolated in log-log.
+3. One layer (`sparse_conv2d` and `submanifold_conv2d`, n_out=16) with the rulebook
+   built beforehand and reused, forward and backward, against the floor at 128x128x3,
+   f=5 (`crossgrad.benchmarks.sparse_layer`).
 
 Everything framework-side runs compiled (`jax.jit`, `tf.function(jit_compile=True)`),
-including the rulebook built from H inside the step. Variants of one comparison run
+in sections 1 and 2 including the rulebook built from H inside the step. Variants of one comparison run
 interleaved; each figure is the median over ``--repeats`` rounds of a warm call: the
 third of three back-to-back calls, as in a training loop. (On a shared VM a compiled
 call that follows idle time or other work runs up to 2x slower, cold caches; the seed's
 loops, at 8-200 ms a call, hardly notice.)
 
-  python -m crossgrad.benchmarks.sparse_conv [--quick] [--json out/sparse_conv.json]
+  python -m crossgrad.benchmarks.sparse_conv [--quick] [--json=out/sparse_conv.json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import sys
-
+from absl import app
+from absl import flags
 import numpy as np
 
 import crossgrad as cg
+from crossgrad.benchmarks import sparse_layer
 from crossgrad.benchmarks import sparse_loops
 from crossgrad.benchmarks import timing
 from crossgrad.sparse import rulebook
@@ -250,72 +250,77 @@ def break_even(results: list[dict], name: str) -> str:
   return f"< {points[0][0]:.0%}"
 
 
-def _environment() -> dict:
-  import jax  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return {"python": sys.version.split()[0], "platform": platform.platform(),
-          "processor": platform.processor() or platform.machine(),
-          "cpu_count": os.cpu_count(), "numpy": np.__version__,
-          "tensorflow": tf.__version__, "jax": jax.__version__,
-          "jax_devices": [str(d) for d in jax.devices()],
-          "tensorflow_devices": cg.tensorflow.devices()}
+def settings(quick: bool) -> dict:
+  return {"quick": quick, "repeats": 3 if quick else 9, "fractions": (0.01, 0.05, 0.2)}
 
 
-def main(argv=None) -> dict:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
-  parser.add_argument("--repeats", type=int, default=9)
-  parser.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.05, 0.2])
-  parser.add_argument("--json", default=os.path.join("out", "sparse_conv.json"))
-  args = parser.parse_args(argv)
-  if args.quick:
-    loops = [compare_loops((24, 24, 3), 5, fraction, 3) for fraction in args.fractions]
-    dense = compare_dense((48, 48, 4), 3, 4, args.fractions, 3)
+def run(quick: bool = False, repeats: int = 9, fractions=(0.01, 0.05, 0.2), n_out: int = 16,
+        json_path: str | None = None) -> dict:
+  """Every section at the issue's sizes (``quick``: tiny ones); prints the tables and
+  returns (and writes as JSON, with the environment) one flat table per section."""
+  if quick:
+    loop_shape, dense_shape, reps = (24, 24, 3), (48, 48, 4), 3
   else:
-    loops = [compare_loops((128, 128, 3), 5, fraction, args.repeats)
-             for fraction in args.fractions]
-    dense = compare_dense((512, 512, 16), 3, 16, args.fractions, args.repeats)
-  report = {"loops": loops, "dense": dense,
-            "break_even": {name: break_even(dense, name) for name in ("jax", "tensorflow")},
-            "environment": _environment()}
-  _print(report)
-  os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-  with open(args.json, "w") as out:
-    json.dump(report, out, indent=2)
-  print(f"wrote {args.json}")
-  return report
+    loop_shape, dense_shape, reps = (128, 128, 3), (512, 512, 16), repeats
+  loops = [compare_loops(loop_shape, 5, fraction, reps) for fraction in fractions]
+  reuse = [sparse_layer.compare_reuse(loop_shape, 5, n_out, fraction, reps)
+           for fraction in fractions]
+  dense = compare_dense(dense_shape, 3, dense_shape[2], fractions, reps)
+  sections = {
+      "loops": (f"sparse_q vs seed 001 loops: {loop_shape}, f=5", *_loop_table(loops)),
+      "dense": (f"sparse_conv2d vs dense conv, forward+backward: {dense_shape}, f=3, "
+                f"n_out={dense_shape[2]}", *_dense_table(dense)),
+      "rows": (f"one layer, rulebook built beforehand, vs the floor: {loop_shape}, f=5, "
+               f"n_out={n_out}", *sparse_layer.table(reuse))}
+  payload = {"title": "sparse convolution: seed loops, dense convolution, reused rulebooks",
+             "break_even": {name: break_even(dense, name) for name in ("jax", "tensorflow")}}
+  for key, (title, header, rows) in sections.items():
+    timing.emit("\n" + title, header, rows, None)
+    payload[key] = [dict(zip(header, row)) for row in rows]
+  print("break-even active fraction: " + ", ".join(
+      f"{k} {v}" for k, v in payload["break_even"].items()))
+  if json_path:
+    timing.write_json(json_path, payload)
+  return payload
 
 
-def _ratio(value: float) -> str:
-  return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x"
+def main(argv):
+  del argv
+  run(flags.FLAGS.quick, flags.FLAGS.repeats, [float(v) for v in flags.FLAGS.fractions],
+      flags.FLAGS.n_out, flags.FLAGS.json)
 
 
-def _print(report: dict):
-  loops = report["loops"]
-  print(f"\nsparse_q vs seed 001 loops: {tuple(loops[0]['shape'])}, f={loops[0]['f']}")
-  print(f"{'active':>8}{'sites':>7}{'out':>7}{'':>12}{'forward ms':>12}{'x loops':>9}"
-        f"{'backward ms':>13}{'x loops':>9}")
+def _loop_table(loops):
+  header = ("active", "sites", "out sites", "variant", "forward ms", "forward x loops",
+            "backward ms", "backward x loops")
+  rows = []
   for r in loops:
     speedup = dict(r["speedup"], **{f"floor_{p}": v for p, v in r["floor_speedup"].items()})
     for name in ("loops", "numpy", "jax", "tensorflow", "floor"):
-      fwd, bwd = r["seconds"][f"{name}_forward"], r["seconds"][f"{name}_backward"]
-      ratio = lambda part, name=name, speedup=speedup: (
-          "" if name == "loops" else _ratio(speedup[f"{name}_{part}"]))
-      print(f"{r['fraction']:8.0%}{r['active']:7d}{r['output_sites']:7d}{name:>12}"
-            f"{fwd * 1e3:12.2f}{ratio('forward'):>9}{bwd * 1e3:13.2f}{ratio('backward'):>9}")
-  dense = report["dense"]
-  print(f"\nsparse_conv2d vs dense conv, forward+backward: {tuple(dense[0]['shape'])}, "
-        f"f={dense[0]['f']}, n_out={dense[0]['n_out']}")
-  print(f"{'active':>8}{'out sites':>11}{'framework':>12}{'sparse ms':>11}{'dense ms':>10}"
-        f"{'speedup':>9}")
-  for r in dense:
-    for name in ("jax", "tensorflow"):
-      print(f"{r['fraction']:8.0%}{r['output_sites']:11d}{name:>12}"
-            f"{r['seconds'][f'{name}_sparse'] * 1e3:11.2f}"
-            f"{r['seconds'][f'{name}_dense'] * 1e3:10.2f}{r['speedup'][name]:8.2f}x")
-  print("break-even active fraction: " + ", ".join(
-      f"{k} {v}" for k, v in report["break_even"].items()))
+      ratios = [None if name == "loops" else speedup[f"{name}_{part}"]
+                for part in ("forward", "backward")]
+      rows.append((f"{r['fraction']:.0%}", r["active"], r["output_sites"], name,
+                   r["seconds"][f"{name}_forward"] * 1e3, ratios[0],
+                   r["seconds"][f"{name}_backward"] * 1e3, ratios[1]))
+  return header, rows
+
+
+def _dense_table(dense):
+  header = ("active", "out sites", "framework", "sparse ms", "dense ms", "dense / sparse")
+  rows = [(f"{r['fraction']:.0%}", r["output_sites"], name, r["seconds"][f"{name}_sparse"] * 1e3,
+           r["seconds"][f"{name}_dense"] * 1e3, r["speedup"][name])
+          for r in dense for name in ("jax", "tensorflow")]
+  return header, rows
+
+
+def define_flags():
+  """Defines the command-line flags; done at run time so imports define none."""
+  timing.define_common_flags("sparse_conv")
+  flags.DEFINE_integer("repeats", 9, "Interleaved rounds per comparison.")
+  flags.DEFINE_integer("n_out", 16, "Output channels of the reused-rulebook layer.")
+  flags.DEFINE_list("fractions", ["0.01", "0.05", "0.2"], "Active fractions to measure.")
 
 
 if __name__ == "__main__":
-  main()
+  define_flags()
+  app.run(main)

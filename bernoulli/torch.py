@@ -126,7 +126,7 @@ def uniform_noise(shape: Any, seed: Any, dtype: Any = torch.float32, *,
     count *= d
   counters = torch.arange(count, dtype=torch.int64, device=device).reshape(shape)
   bits = threefry_bits(key(seed, device), counters)
-  return random_bits.uniform(WORDS, bits, str(backend.as_dtype(dtype)).removeprefix("torch."))
+  return random_bits.uniform(WORDS, bits, backend.as_dtype(dtype))
 
 
 def bernoulli_mask_sampled(p: Any, features: Any, seed: Any) -> torch.Tensor:

@@ -140,8 +140,10 @@ def row(op: OpDef, params: dict, label: str, module: Any, device: str, dtype: st
                                           device=device, mode=mode)
   except Exception as e:  # pylint: disable=broad-except
     text = str(e).strip().splitlines()
+    raised = f"{type(e).__name__}: {text[0] if text else ''}"
+    declared = "raises" in op.special_differences
     return Row(op.name, label, module.NAME, device, dtype, mode, "special", None, tolerance,
-               False, f"{type(e).__name__}: {text[0] if text else ''}"[:300],
+               declared, (f"{_declared(op, 'raises')}; {raised}" if declared else raised)[:300],
                time.perf_counter() - start)
   actual = [*outputs, *cotangents]
   relaxations = [compare.FTZ]

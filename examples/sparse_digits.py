@@ -9,14 +9,15 @@ TensorFlow and in JAX from the same initial weights on the same batches, with ev
 example padded to one static capacity so each step is a single compiled function
 (`tf.function(jit_compile=True)` over an unrolled batch, `jax.jit` of `jax.vmap`).
 
-  python -m crossgrad.examples.sparse_digits [--steps 300] [--short]
+  python -m crossgrad.examples.sparse_digits [--steps=300] [--short]
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
+from absl import app
+from absl import flags
 import numpy as np
 
 import crossgrad as cg
@@ -183,24 +184,20 @@ def train_tensorflow(params, train: Data, batches, lr: float):
   return losses, scores
 
 
-def main(argv=None) -> dict:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--steps", type=int, default=300)
-  parser.add_argument("--batch", type=int, default=16)
-  parser.add_argument("--lr", type=float, default=0.3)
-  parser.add_argument("--seed", type=int, default=0)
-  parser.add_argument("--short", action="store_true", help="3 steps on 64 digits")
-  args = parser.parse_args(argv)
-  steps, batch, limit = (3, 4, 64) if args.short else (args.steps, args.batch, None)
+def run(steps: int = 300, batch: int = 16, lr: float = 0.3, seed: int = 0,
+        short: bool = False) -> dict:
+  """Trains both frameworks from the same start (``short``: 3 steps on 64 digits); prints
+  and returns the losses and test accuracies."""
+  steps, batch, limit = (3, 4, 64) if short else (steps, batch, None)
   train, test = load(limit)
-  rng = np.random.default_rng(args.seed)
+  rng = np.random.default_rng(seed)
   batches = [rng.choice(len(train.labels), batch, replace=False) for _ in range(steps)]
   active = train.n_valid.mean() / SIZE**2
   print(f"{len(train.labels)} training / {len(test.labels)} test stroke digits, "
         f"{SIZE}x{SIZE}, {active:.0%} sites active on average, capacity {train.h.shape[1]}")
   results = {}
   for name, trainer in (("tensorflow", train_tensorflow), ("jax", train_jax)):
-    losses, scores = trainer(init_params(args.seed), train, batches, args.lr)
+    losses, scores = trainer(init_params(seed), train, batches, lr)
     accuracy = float(np.mean(np.argmax(scores(test), 1) == test.labels))
     results[name] = {"losses": losses, "accuracy": accuracy}
     print(f"{name:11s} loss {losses[0]:.3f} -> {np.mean(losses[-10:]):.3f} "
@@ -212,5 +209,15 @@ def main(argv=None) -> dict:
   return results
 
 
+def main(argv):
+  del argv
+  run(flags.FLAGS.steps, flags.FLAGS.batch, flags.FLAGS.lr, flags.FLAGS.seed, flags.FLAGS.short)
+
+
 if __name__ == "__main__":
-  main()
+  flags.DEFINE_integer("steps", 300, "Training steps in each framework.")
+  flags.DEFINE_integer("batch", 16, "Examples per step.")
+  flags.DEFINE_float("lr", 0.3, "SGD learning rate (momentum 0.9).")
+  flags.DEFINE_integer("seed", 0, "Seed of the initial weights and the batches.")
+  flags.DEFINE_bool("short", False, "3 steps on 64 digits (the test's mode).")
+  app.run(main)

@@ -11,8 +11,8 @@ from central differences of the NumPy layers (the seed reports 6e-14 .. 1e-11).
 
 from __future__ import annotations
 
-import argparse
-
+from absl import app
+from absl import flags
 import numpy as np
 
 import crossgrad as cg
@@ -90,14 +90,10 @@ def _jax_jacobians(x: cg.SparseData, weights) -> dict:
             for i, (wrt, size) in enumerate((("M0", x.M.size), ("t0", x.ground_state.size)))}
 
 
-def main(argv=None) -> dict:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--short", action="store_true", help="accepted for the test suite; "
-                      "the example is small already")
-  parser.add_argument("--seed", type=int, default=0)
-  args = parser.parse_args(argv)
+def run(seed: int = 0) -> dict:
+  """Prints the sites and the gradient errors; returns them."""
   x = cg.SparseData.from_dense(SEED_DENSE)
-  weights = _weights(args.seed)
+  weights = _weights(seed)
   out = layers("numpy", x, weights)
   print(f"active sites: input {x.n_valid}, layer 1 {len(out['H1'])}, layer 2 "
         f"{len(out['H2'])}")
@@ -116,5 +112,12 @@ def main(argv=None) -> dict:
   return {"sites": (x.n_valid, len(out["H1"]), len(out["H2"])), "errors": errors}
 
 
+def main(argv):
+  del argv
+  run(flags.FLAGS.seed)
+
+
 if __name__ == "__main__":
-  main()
+  flags.DEFINE_bool("short", False, "Accepted for the test suite; the example is small already.")
+  flags.DEFINE_integer("seed", 0, "Seed of the weights.")
+  app.run(main)

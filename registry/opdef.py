@@ -17,6 +17,8 @@ SPECIAL_DIFFERENCES = {
                    "TensorFlow, -0.0 in JAX)",
     "overflow_order": "a sum that overflows depends on the order it adds in (NaN, +-inf or "
                       "a finite value, by framework)",
+    "raises": "the framework raises on these values where the reference returns NaN or inf "
+              "(TensorFlow's eager matrix inverse of a non-finite matrix)",
 }
 _NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 

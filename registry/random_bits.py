@@ -49,5 +49,6 @@ def threefry_bits(xp, k0: Any, k1: Any, counters: Any) -> Any:
 def uniform(xp, bits: Any, dtype: Any) -> Any:
   """``(bits >> (32 - k)) / 2**k`` for k = `UNIFORM_BITS`: exact in ``dtype`` (the backend's
   dtype object), below 1."""
-  k = UNIFORM_BITS[dtype.name]
+  # torch's dtypes have no name: str() gives "torch.float32".
+  k = UNIFORM_BITS[getattr(dtype, "name", None) or str(dtype).rsplit(".", 1)[-1]]
   return xp.astype(xp.bitwise_right_shift(bits, 32 - k), dtype) * (2.0 ** -k)

@@ -1,26 +1,27 @@
-"""`sparse_conv2d`: one sparse VALID, stride-1 convolution layer (seed 001), any backend.
+"""`sparse_conv2d`: one sparse VALID convolution layer (seed 001), any backend.
 
 ``M_out = Q @ W + b`` at the output active sites, with ``Q`` from the `sparse_q` op
 (so the gradient of ``M`` and ``ground_state`` is the op's gather backward) and
 the next ground state ``tile(ground_state, f*f) @ W + b``, the value every output
 whose window sees only inactive sites takes. No activation is applied (as in the seed's
-gradient check); apply one to ``M`` and ``ground_state`` alike.
+gradient check); apply one to ``M`` and ``ground_state`` alike (`SparseData.map`).
+With ``stride > 1`` it is a downsampling step (e.g. ``f = stride = 2``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
-from crossgrad.sparse import rulebook
+from crossgrad.sparse import rulebook as rulebooks
 from crossgrad.sparse.data import SparseData, dtype_name, validate
 
 OP = "sparse_conv2d"
 
 
-def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *,
-                  capacity: int | None = None) -> SparseData:
+def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *, stride: int = 1,
+                  capacity: int | None = None,
+                  rulebook: rulebooks.Rulebook | None = None) -> SparseData:
   """The next `SparseData` after convolving ``x`` with ``W`` and adding ``b``.
 
   Args:
@@ -29,67 +30,85 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *,
     W: HWIO kernel ``f x f x n_in x n_out``, or seed 001's ``f*f*n_in x n_out``.
     b: bias, ``n_out``.
     f: filter size.
+    stride: the step between output positions (VALID: ``(h - f) // stride + 1`` rows).
     capacity: static number of output rows. None: exactly the output sites where the
       input is concrete (eager), else the bound `rulebook.safe_capacity`. An eager call
       whose output has more sites than ``capacity`` raises; under jit ``n_valid`` of
       the result is capped at ``capacity`` (rows beyond it are dropped).
+    rulebook: from ``crossgrad.sparse.conv_rulebook(x, f, stride=...)``, built once for
+      this active set and reused (then ``capacity`` is the rulebook's).
 
   Returns:
-    `SparseData` of shape ``(h - f + 1, w - f + 1, n_out)`` padded to the capacity.
+    `SparseData` of shape ``((h - f) // stride + 1, (w - f) // stride + 1, n_out)``
+    padded to the capacity.
   """
   from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
   module = base.load(backend)
   xp = module.xp
-  n_in, n_out = _check(backend, x, W, b, f)
+  n_in, n_out, f = check_layer(OP, backend, x, W, b, f)
+  if rulebook is None:
+    book = rulebooks.for_conv(x, f, stride=stride, capacity=capacity, op=OP)
+  else:
+    rulebooks.check_reuse(rulebook, x, f, op=OP, backend=backend, submanifold=False,
+                          stride=stride)
+    if capacity is not None and capacity != rulebook.out_capacity:
+      raise CrossgradError("capacity differs from the rulebook's", op=OP, backend=backend,
+                           argument="capacity", expected=f"None or {rulebook.out_capacity}",
+                           actual=capacity)
+    book = rulebook
   kk = f * f
   weights = xp.reshape(W, (kk * n_in, n_out))
-  bound = rulebook.safe_capacity(x.capacity, x.dense_shape, f)
-  book = rulebook.build(xp, x.H, x.n_valid, x.dense_shape, f, capacity or bound)
-  n_out_sites = validation.concrete_values(book.n_out)
-  if n_out_sites is not None:
-    n_out_sites = int(n_out_sites)
-    if capacity is None:
-      keep = xp.arange(max(n_out_sites, 1), dtype=xp.int32)
-      book = rulebook.Rulebook(xp.take(book.h_out, keep, axis=0), book.n_out, book.dst)
-    elif n_out_sites > capacity:
-      raise CrossgradError("output active sites exceed the capacity", op=OP,
-                           backend=backend, argument="capacity",
-                           expected=f">= {n_out_sites}", actual=capacity)
-  rows = int(book.h_out.shape[0])
+  rows = book.out_capacity
   q = module.get("sparse_q")(x.M, x.ground_state, book.h_out, book.dst)
   live = xp.reshape(xp.arange(rows, dtype=xp.int32), (rows, 1)) < book.n_out
   m_out = xp.matmul(q, weights) + xp.reshape(b, (1, n_out))
   m_out = xp.where(live, m_out, xp.zeros_like(m_out))
-  tiled = xp.reshape(xp.broadcast_to(xp.reshape(x.ground_state, (1, n_in)), (kk, n_in)),
+  n_valid = book.n_out if isinstance(book.n_out, int) else xp.minimum(book.n_out, rows)
+  return SparseData(book.h_out, m_out, book.out_size + (n_out,),
+                    next_ground_state(xp, x.ground_state, weights, b, kk), n_valid)
+
+
+def next_ground_state(xp, ground_state, weights, b, kk: int):
+  """``tile(ground_state, f*f) @ W + b``: an output whose window is all ground state."""
+  n_in = ground_state.shape[0]
+  tiled = xp.reshape(xp.broadcast_to(xp.reshape(ground_state, (1, n_in)), (kk, n_in)),
                      (1, kk * n_in))
-  ground = xp.reshape(xp.matmul(tiled, weights), (n_out,)) + b
-  h, w, _ = x.dense_shape
-  n_valid = n_out_sites if n_out_sites is not None else xp.minimum(book.n_out, rows)
-  return SparseData(book.h_out, m_out, (h - f + 1, w - f + 1, n_out), ground, n_valid)
+  return xp.reshape(xp.matmul(tiled, weights), (weights.shape[1],)) + b
 
 
 def for_backend(backend: str):
   """`sparse_conv2d` bound to one backend: ``crossgrad.<backend>.sparse_conv2d``."""
-  def bound(x: SparseData, W: Any, b: Any, f: int, *, capacity: int | None = None):
-    return sparse_conv2d(backend, x, W, b, f, capacity=capacity)
+  def bound(x: SparseData, W: Any, b: Any, f: int, *, stride: int = 1,
+            capacity: int | None = None, rulebook: rulebooks.Rulebook | None = None):
+    return sparse_conv2d(backend, x, W, b, f, stride=stride, capacity=capacity,
+                         rulebook=rulebook)
   bound.__name__ = bound.__qualname__ = "sparse_conv2d"
   bound.__doc__ = (f"Seed 001's sparse convolution layer in {backend}; see "
                    "`crossgrad.sparse.conv.sparse_conv2d`.")
   return bound
 
 
-def _check(backend: str, x: SparseData, W: Any, b: Any, f: int) -> tuple[int, int]:
+def check_layer(op: str, backend: str, x: SparseData, W: Any, b: Any,
+                f: int | None) -> tuple[int, int, int]:
+  """``(n_in, n_out, f)`` after checking ``x``, the kernel (``f`` None: from its shape,
+  odd), bias and dtypes; a `CrossgradError` naming the argument otherwise."""
   def fail(problem, argument, expected, actual):
-    raise CrossgradError(problem, op=OP, backend=backend, argument=argument,
+    raise CrossgradError(problem, op=op, backend=backend, argument=argument,
                          expected=expected, actual=actual)
 
   if not isinstance(x, SparseData):
     fail("x must be SparseData", "x", "SparseData", type(x).__name__)
-  validate(x, OP)
+  validate(x, op)
   h, w, n_in = x.dense_shape
-  if not isinstance(f, int) or isinstance(f, bool) or not 1 <= f <= min(h, w):
-    fail("bad filter size", "f", f"an int in [1, {min(h, w)}]", repr(f))
   shape = tuple(int(d) for d in W.shape)
+  if f is None:  # Submanifold: the filter size comes from the kernel, and must be odd.
+    side = shape[0] if len(shape) == 4 else round((shape[0] / n_in) ** 0.5) if shape else 0
+    if side < 1 or side % 2 == 0 or side > min(h, w):
+      fail("kernel must be f x f with odd f no larger than the input", "W",
+           f"HWIO (f, f, {n_in}, n_out), f odd in [1, {min(h, w)}]", shape)
+    f = side
+  elif not isinstance(f, int) or isinstance(f, bool) or not 1 <= f <= min(h, w):
+    fail("bad filter size", "f", f"an int in [1, {min(h, w)}]", repr(f))
   if len(shape) == 4 and shape[:3] != (f, f, n_in) or len(shape) == 2 and (
       shape[0] != f * f * n_in) or len(shape) not in (2, 4):
     fail("kernel does not match f and the input channels", "W",
@@ -100,4 +119,4 @@ def _check(backend: str, x: SparseData, W: Any, b: Any, f: int) -> tuple[int, in
   for name, value in (("W", W), ("b", b), ("x.ground_state", x.ground_state)):
     if dtype_name(value) != dtype_name(x.M):
       fail("dtype differs from x.M's", name, dtype_name(x.M), dtype_name(value))
-  return n_in, n_out
+  return n_in, n_out, f

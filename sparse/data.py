@@ -37,9 +37,12 @@ _REGISTERED_WITH: set[str] = set()
 
 
 def register(backend: str) -> None:
-  """Makes `SparseData` a container ``backend``'s transformations see into (a JAX pytree)."""
+  """Makes `SparseData` and `Rulebook` containers ``backend``'s transformations see into
+  (JAX pytrees)."""
   if backend not in _REGISTERED_WITH:
-    _backend(backend).register_container(SparseData, SparseData.flatten, SparseData.unflatten)
+    from crossgrad.sparse.rulebook import Rulebook  # pylint: disable=g-import-not-at-top
+    for cls in (SparseData, Rulebook):
+      _backend(backend).register_container(cls, cls.flatten, cls.unflatten)
     _REGISTERED_WITH.add(backend)
 
 
@@ -48,7 +51,8 @@ def _backend(name: str):
   return base.load(name)
 
 
-def _xp(backend: str):
+def namespace(backend: str):
+  """The backend's ``xp``, with `SparseData` and `Rulebook` registered with it."""
   register(backend)
   return _backend(backend).xp
 
@@ -76,7 +80,7 @@ class SparseData:
                            backend=backend_of(self.H), argument="H",
                            expected="int32 or int64", actual=index_type)
     if index_type == "int64":
-      xp = _xp(backend_of(self.H))
+      xp = namespace(backend_of(self.H))
       object.__setattr__(self, "H", xp.astype(self.H, xp.int32))
     if self.n_valid is None:
       object.__setattr__(self, "n_valid", int(self.H.shape[0]))
@@ -96,7 +100,7 @@ class SparseData:
     capacity ``h * w`` while traced.
     """
     backend = backend_of(dense, ground_state)
-    xp = _xp(backend)
+    xp = namespace(backend)
     if len(dense.shape) != 3:
       raise CrossgradError("dense input must be h x w x channels", op="SparseData",
                            backend=backend, argument="dense", expected="rank 3",
@@ -124,7 +128,7 @@ class SparseData:
 
   def to_dense(self) -> Any:
     """The ``h x w x n`` dense array (differentiable in M and ground_state)."""
-    xp = _xp(backend_of(self.M, self.ground_state))
+    xp = namespace(backend_of(self.M, self.ground_state))
     h, w, n = self.dense_shape
     rows = xp.reshape(xp.arange(self.capacity, dtype=xp.int32), (self.capacity, 1))
     valid = rows < xp.astype(xp.asarray(self.n_valid), xp.int32)
@@ -135,6 +139,12 @@ class SparseData:
     dense = xp.where(hit, values, xp.reshape(self.ground_state, (1, n)))
     return xp.reshape(dense, (h, w, n))
 
+  def map(self, fn) -> SparseData:
+    """The same sites with ``fn`` (elementwise, e.g. an activation) applied to ``M`` and
+    the ground state alike; padding rows may then be nonzero, which no layer reads."""
+    return SparseData.unflatten(self.dense_shape, (self.H, fn(self.M), fn(self.ground_state),
+                                                   self.n_valid))
+
   def compact(self) -> SparseData:
     """This data with the padding cut off (needs concrete values: not under jit)."""
     n = validation.concrete_values(self.n_valid)
@@ -142,7 +152,7 @@ class SparseData:
       raise CrossgradError("compact() needs a concrete n_valid", op="SparseData",
                            argument="n_valid", expected="eager values",
                            actual="a traced value", hint="Keep the padded form under jit")
-    xp = _xp(backend_of(self.M))
+    xp = namespace(backend_of(self.M))
     keep = xp.arange(int(n), dtype=xp.int32)
     return SparseData(xp.take(self.H, keep, axis=0), xp.take(self.M, keep, axis=0),
                       self.dense_shape, self.ground_state, int(n))

@@ -33,7 +33,7 @@ def _dense_first_loss():
 
 
 def test_short_training_agrees_across_frameworks_and_with_dense():
-  results = sparse_digits.main(["--short"])
+  results = sparse_digits.run(short=True)
   tf_losses = np.array(results["tensorflow"]["losses"])
   jax_losses = np.array(results["jax"]["losses"])
   assert len(tf_losses) == 3 and np.isfinite(tf_losses).all()

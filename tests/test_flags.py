@@ -9,8 +9,7 @@ SKIP_DIRS = {".venv", "_build", "tools", ".git", "out", "testdata"}
 OTHER_PARSERS = {"argparse", "optparse", "getopt"}
 # Pending: being rewritten to absl flags in a parallel branch (issue 15); drop each entry
 # when its file moves to absl (the last test fails until then, as a reminder).
-PENDING = {"benchmarks/sparse_conv.py", "examples/sparse_digits.py",
-           "examples/sparse_two_layer.py"}
+PENDING: set[str] = set()
 
 
 def _other_parsers(path):

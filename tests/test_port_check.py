@@ -170,5 +170,6 @@ def test_command_line_modules_define_their_flags_only_when_run():
   import importlib  # pylint: disable=g-import-not-at-top
   for name in ("crossgrad.check", "crossgrad.scan", "crossgrad.port_check",
                "crossgrad.benchmarks.tf1_port_overhead",
+               "crossgrad.benchmarks.array_api_conformance",
                "crossgrad.examples.tf1_simple_network", "crossgrad.examples.tf1_square_cube"):
     importlib.import_module(name)

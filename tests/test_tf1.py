@@ -214,9 +214,13 @@ def test_ported_op_passes_the_cross_check(name):
   op = tf1.port(name, register=False, **PORTS[name])
   report = cg.cross_check([op], dtypes=("float32", "float64"))
   assert report.ok, report.table(failures_only=True)
-  skipped = [r for r in report.rows if r.check == "skipped"]
+  skipped = [r for r in report.rows if r.check == "skipped" and r.backend != "torch"]
   assert {(r.backend, r.mode) for r in skipped} == {("tensorflow", "jit")}
   assert all("XLA cannot compile" in r.note for r in skipped)
+  # torch (where installed) reports every row as skipped: ports reach legacy code through
+  # TF and JAX only.
+  assert all(r.check == "skipped" and "does not bridge" in r.note
+             for r in report.rows if r.backend == "torch")
 
 
 def test_port_with_several_outputs_matches_legacy_graph():

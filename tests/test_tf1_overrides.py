@@ -344,7 +344,8 @@ def test_op_type_ports_are_native_and_pass_the_cross_check(op_type):
                 register=False)
   report = cg.cross_check([op], dtypes=("float32", "float64"))
   assert report.ok, report.table(failures_only=True)
-  assert not [r for r in report.rows if r.check == "skipped"]  # tensorflow:jit included.
+  # tensorflow:jit included; torch (where installed) skips TF1 ports (tf1/port.py).
+  assert not [r for r in report.rows if r.check == "skipped" and r.backend != "torch"]
   _no_host_code(op, *_arrays(8, *[(3, 4)] * n))
 
 
@@ -404,7 +405,8 @@ def test_defun_ports_are_native():
                 sample=lambda rng: (rng.standard_normal((3, 2)), rng.standard_normal((3, 2))),
                 register=False)
   report = cg.cross_check([op], dtypes=("float32", "float64"))
-  assert report.ok and not [r for r in report.rows if r.check == "skipped"], report.table()
+  assert report.ok and not [r for r in report.rows if r.check == "skipped"
+                            and r.backend != "torch"], report.table()
   x, s = _arrays(12, (3, 2), (3, 2))
   _no_host_code(op, x, s)
   fn = cg.jax.get(op)

@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (crossgrad[torch])")
 
 import crossgrad as cg  # pylint: disable=g-import-not-at-top,wrong-import-position
+from crossgrad.registry.ops import BUILTIN  # pylint: disable=wrong-import-position
 
 
 def _checked_inputs(op):
@@ -28,8 +29,7 @@ def _checked_inputs(op):
   return of_checked, tuple(inputs[i].clone().requires_grad_() for i in exact)
 
 
-EXACT = [name for name in cg.names()
-         if cg.get(name).gradient == "exact" or cg.get(name).exact_argnums]
+EXACT = [op.name for op in BUILTIN if op.gradient == "exact" or op.exact_argnums]
 
 
 def test_the_exact_ops_are_covered():
@@ -52,13 +52,13 @@ def _planted(name, backward):
 
 PLANTED = [
     _planted("planted_right", lambda xp, r, g: (
-        2.0 * r[0] * xp.matmul(g, xp.transpose(r[1])), xp.matmul(xp.transpose(r[0] * r[0]), g))),
+        2.0 * r[0] * xp.matmul(g, xp.matrix_transpose(r[1])), xp.matmul(xp.matrix_transpose(r[0] * r[0]), g))),
     _planted("planted_scaled", lambda xp, r, g: (
-        2.02 * r[0] * xp.matmul(g, xp.transpose(r[1])), xp.matmul(xp.transpose(r[0] * r[0]), g))),
+        2.02 * r[0] * xp.matmul(g, xp.matrix_transpose(r[1])), xp.matmul(xp.matrix_transpose(r[0] * r[0]), g))),
     _planted("planted_no_square", lambda xp, r, g: (
-        2.0 * r[0] * xp.matmul(g, xp.transpose(r[1])), xp.matmul(xp.transpose(r[0]), g))),
+        2.0 * r[0] * xp.matmul(g, xp.matrix_transpose(r[1])), xp.matmul(xp.matrix_transpose(r[0]), g))),
     _planted("planted_missing_factor", lambda xp, r, g: (
-        r[0] * xp.matmul(g, xp.transpose(r[1])), xp.matmul(xp.transpose(r[0] * r[0]), g))),
+        r[0] * xp.matmul(g, xp.matrix_transpose(r[1])), xp.matmul(xp.matrix_transpose(r[0] * r[0]), g))),
 ]
 
 

@@ -98,7 +98,8 @@ def _floating(dtypes) -> Any:
 
 
 def _specs(arrays) -> list[tf.TensorSpec]:
-  return [tf.TensorSpec(tuple(x.shape), tf.as_dtype(np.dtype(x.dtype))) for x in arrays]
+  return [tf.TensorSpec(tuple(x.shape), tf.as_dtype(np.dtype(
+      getattr(x.dtype, "name", str(x.dtype).removeprefix("torch."))))) for x in arrays]
 
 
 class _Port:
@@ -278,12 +279,17 @@ def _kind(name, forward, grad, framework):
 
 
 def _unsupported_modes(kind: str, grad: Callable[..., Any]) -> dict[str, str]:
+  # Ports reach NumPy and TF code (forwards, translated gradients) through TF and JAX
+  # host calls and jax2tf; the torch backend has no such bridge yet.
+  no_torch = {f"torch:{mode}": "TF1 ports run legacy code through TF and JAX (host calls, "
+                               "jax2tf), which the torch backend does not bridge yet"
+              for mode in ("eager", "compile")}
   if kind == "numpy":
-    return {"tensorflow:jit": _NUMPY_XLA}
+    return {"tensorflow:jit": _NUMPY_XLA, **no_torch}
   if _names_used(grad) & HOST_NAMES:
     return {"tensorflow:jit": "the gradient calls py_func (NumPy on the host), which XLA "
-                              "cannot compile"}
-  return {}
+                              "cannot compile", **no_torch}
+  return no_torch
 
 
 def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] | str | None

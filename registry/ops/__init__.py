@@ -7,6 +7,7 @@ from crossgrad.registry.ops.leaky_relu import LEAKY_RELU
 from crossgrad.registry.ops.positive_matmul import POSITIVE_MATMUL
 from crossgrad.registry.ops.sparse_q import SPARSE_Q
 from crossgrad.registry.ops.ste_quantize import STE_QUANTIZE
+from crossgrad.registry.ops.submanifold_q import SUBMANIFOLD_Q
 
 BUILTIN = (BERNOULLI_MASK, CENTER_LOSS, CUSTOM_ADD, LEAKY_RELU, POSITIVE_MATMUL, SPARSE_Q,
-           STE_QUANTIZE)
+           STE_QUANTIZE, SUBMANIFOLD_Q)
