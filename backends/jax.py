@@ -71,10 +71,6 @@ def _is_array(x: Any) -> bool:
   return isinstance(x, (jax.Array, np.ndarray))
 
 
-def _shaped(x: Any) -> jax.ShapeDtypeStruct:
-  return jax.ShapeDtypeStruct(np.shape(x), x.dtype)
-
-
 def _used(jaxpr) -> list[bool]:
   """For each input of ``jaxpr``, whether an equation or an output reads it."""
   read = {v for eqn in jaxpr.eqns for v in eqn.invars if not isinstance(v, jex.Literal)}
@@ -163,10 +159,11 @@ def _output_tangents(op: OpDef, params: dict, inputs, outputs, residuals, tangen
     cotangents = validation.check_cotangents(op, NAME, in_specs, cotangents, spec_of)
     return [cotangents[i] for i in moving]
 
-  g_examples = [jax.ShapeDtypeStruct(out_specs[k].shape, out_specs[k].dtype) for k in floating]
+  g_examples = [jax_linear.shaped(outs[k]) for k in floating]
   key = _trace_key(op, params, tree, leaves, dynamic, moving, in_specs, out_specs)
   if key is None or key not in _READ:
-    closed = jax.make_jaxpr(backward)([_shaped(leaves[k]) for k in dynamic], g_examples)
+    res_examples = [jax_linear.shaped(leaves[k]) for k in dynamic]
+    closed = jax.make_jaxpr(backward)(res_examples, g_examples)
     _check_linear(op, closed, len(dynamic), moving)
     read = [k for k, used in zip(dynamic, _used(closed.jaxpr)) if used]
     if key is not None:

@@ -32,8 +32,14 @@ def _trace(fn: Callable[..., Any], avals: Sequence[Any]) -> core.ClosedJaxpr:
   return jax.make_jaxpr(fn)(*avals)
 
 
-def _shaped(x: Any) -> jax.ShapeDtypeStruct:
-  return jax.ShapeDtypeStruct(x.shape, x.dtype)
+def shaped(x: Any) -> jax.ShapeDtypeStruct:
+  """Shape and dtype; inside `shard_map` also the mesh axes ``x`` varies over, which the
+  outputs traced from it (the tangents the primitive returns) must carry."""
+  aval = jax.typeof(x)
+  mat = getattr(aval, "manual_axis_type", None)
+  if not getattr(mat, "varying", None):
+    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+  return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=aval.sharding, manual_axis_type=mat)
 
 
 def apply(fn: Callable[[list, list], list], fn_transpose: Callable[[list, list], list],
@@ -46,9 +52,9 @@ def apply(fn: Callable[[list, list], list], fn_transpose: Callable[[list, list],
   eager calls also reuse their compiled evaluation.
   """
   residuals, linear = list(residuals), list(linear)
-  avals = [_shaped(x) for x in residuals + linear]
+  avals = [shaped(x) for x in residuals + linear]
   if key is not None:
-    key = (key, tuple((a.shape, a.dtype) for a in avals), len(residuals))
+    key = (key, tuple((a.shape, a.dtype, a.sharding) for a in avals), len(residuals))
     if key in _TRACED:
       return _bind(residuals, linear, *_TRACED[key])
   n = len(residuals)
@@ -145,7 +151,7 @@ def _batch(args, dims, *, callee, transpose, num_res):
   """Every argument batched along axis 0 (unbatched ones broadcast), both maps vmapped."""
   size = next(x.shape[d] for x, d in zip(args, dims) if d is not None)
   args = [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
-  batched = _trace(jax.vmap(core.jaxpr_as_fun(callee)), [_shaped(x) for x in args])
+  batched = _trace(jax.vmap(core.jaxpr_as_fun(callee)), [shaped(x) for x in args])
 
   def batched_transpose():
     fn_t = transpose()
