@@ -10,6 +10,7 @@ derivative is the transpose of the backward, never the forward's own derivative.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from typing import Any, Callable, Sequence
 
@@ -186,7 +187,45 @@ def _output_tangents(op: OpDef, params: dict, inputs, outputs, residuals, tangen
   return result[0] if single else result
 
 
-def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
+@jax.tree_util.register_static
+@dataclasses.dataclass(frozen=True)
+class _Specs:
+  """Static facts the backward pass validates against (carried as pytree aux data)."""
+
+  inputs: tuple[validation.ArraySpec, ...]
+  outputs: tuple[validation.ArraySpec, ...]
+  single: bool
+
+
+def _reverse_only(op: OpDef, params: dict) -> Callable[..., Any]:
+  """A `jax.custom_vjp` of the op: for a backward JAX cannot transpose (host callbacks),
+  declared by the op as ``unsupported_modes={"jax:jvp": reason}``."""
+  @jax.custom_vjp
+  def core(*inputs):
+    return _forward(op, params, inputs)[0]
+
+  def fwd(*inputs):
+    outputs, residuals = _forward(op, params, inputs)
+    specs = _Specs(tuple(spec_of(x) for x in inputs),
+                   tuple(spec_of(o) for o in validation.as_tuple(outputs)),
+                   not isinstance(outputs, tuple))
+    return outputs, (residuals, specs)
+
+  def bwd(saved, upstream):
+    residuals, specs = saved
+    upstream = (upstream,) if specs.single else tuple(upstream)
+    g = validation.cotangent_for(
+        op, specs.outputs, upstream,
+        lambda i: jnp.zeros(specs.outputs[i].shape, specs.outputs[i].dtype), specs.single)
+    cotangents = op.backward(xp, residuals, g, **params)
+    return validation.check_cotangents(op, NAME, specs.inputs, cotangents, spec_of)
+
+  core.defvjp(fwd, bwd)
+  return core
+
+
+def _forward_and_reverse(op: OpDef, params: dict) -> Callable[..., Any]:
+  """A `jax.custom_jvp` of the op whose tangent rule is the transposed backward."""
   @jax.custom_jvp
   def core(*inputs):
     return _forward(op, params, inputs)[0]
@@ -200,6 +239,12 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
     return outputs, _output_tangents(op, params, primals, outputs, residuals, tangents)
 
   core.defjvp(jvp, symbolic_zeros=True)
+  return core
+
+
+def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
+  core = (_reverse_only if f"{NAME}:jvp" in op.unsupported_modes else _forward_and_reverse)(
+      op, params)
 
   def call(*inputs):
     validation.check_input_count(op, NAME, inputs)

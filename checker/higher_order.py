@@ -317,6 +317,8 @@ def mode_rows(case: Case, backend: str, module: Any, device: str, mode: str,
       reasons[kind] = f"{backend} has no evaluate_higher_order"
     elif (kind, mode) in unsupported:
       reasons[kind] = unsupported[(kind, mode)]
+    elif f"{backend}:{kind}" in op.unsupported_modes:
+      reasons[kind] = op.unsupported_modes[f"{backend}:{kind}"]
   if op.backward_not_differentiable and "second_order" not in reasons:
     reasons["second_order"] = f"backward not differentiable: {op.backward_not_differentiable}"
   wanted = [kind for kind in KINDS if kind not in reasons]
@@ -339,7 +341,10 @@ def mode_rows(case: Case, backend: str, module: Any, device: str, mode: str,
       if kind == "jvp":
         reference = case.jvp_reference
         names = [f"output {j} tangent" for j in range(len(reference.expected))]
-        err, note = reference.error(got[k], [case.dtype] * len(names), names)
+        # A tangent has its output's dtype (a cast's is not the inputs').
+        dtypes = ([np.asarray(o).dtype.name for o in results[0]] if results and results[0]
+                  else [case.dtype] * len(names))
+        err, note = reference.error(got[k], dtypes, names)
       else:
         names = [f"d<vjp, v>/d{n}" for n in op.input_names]
         dtypes = [np.asarray(x).dtype.name for x in case.inputs]

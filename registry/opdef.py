@@ -55,7 +55,9 @@ class OpDef:
     doc: one line shown by ``crossgrad.check --list``.
     unsupported_modes: ``{"backend:mode": reason}`` for execution modes the op cannot
       run in (e.g. a host callback under TF's XLA); the cross-check reports them as
-      ``skipped`` rows with the reason instead of running them.
+      ``skipped`` rows with the reason instead of running them. ``"jax:jvp"`` declares
+      a backward JAX cannot transpose (host callbacks): the JAX op is then a
+      `jax.custom_vjp` (reverse mode only) and its ``jvp`` rows are skipped.
     edge_samples: ``edge_samples(**params) -> floats``: the op's own boundaries (a clip
       bound, rounding midpoints), which the cross-check's ``special`` rows feed in with
       their neighbouring floats, besides 0, -0.0, +-inf, NaN and the dtype's extremes.

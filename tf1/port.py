@@ -281,15 +281,32 @@ def _kind(name, forward, grad, framework):
 def _unsupported_modes(kind: str, grad: Callable[..., Any]) -> dict[str, str]:
   # Ports reach NumPy and TF code (forwards, translated gradients) through TF and JAX
   # host calls and jax2tf; the torch backend has no such bridge yet.
-  no_torch = {f"torch:{mode}": "TF1 ports run legacy code through TF and JAX (host calls, "
-                               "jax2tf), which the torch backend does not bridge yet"
-              for mode in ("eager", "compile")}
+  modes = {f"torch:{mode}": "TF1 ports run legacy code through TF and JAX (host calls, "
+                            "jax2tf), which the torch backend does not bridge yet"
+           for mode in ("eager", "compile")}
+  host_grad = bool(_names_used(grad) & HOST_NAMES)
   if kind == "numpy":
-    return {"tensorflow:jit": _NUMPY_XLA, **no_torch}
-  if _names_used(grad) & HOST_NAMES:
-    return {"tensorflow:jit": "the gradient calls py_func (NumPy on the host), which XLA "
-                              "cannot compile", **no_torch}
-  return no_torch
+    modes["tensorflow:jit"] = _NUMPY_XLA
+  elif host_grad:
+    modes["tensorflow:jit"] = "the gradient calls py_func (NumPy on the host), which XLA " \
+                              "cannot compile"
+  if kind == "numpy" or host_grad:
+    modes["tensorflow:vectorized_map"] = "tf.numpy_function has no vectorization (pfor) rule"
+  # Forward mode transposes the backward, which needs it linear in the upstream gradient;
+  # legacy gradients often are not (guided backprop branches on it, the seeds' cube
+  # ignores it), so ports stay reverse mode only (in JAX a jax.custom_vjp).
+  for backend in ("jax", "tensorflow"):
+    modes[f"{backend}:jvp"] = "a legacy gradient need not be linear in the upstream " \
+                              "gradient, so it has no transpose (forward mode)"
+  return modes
+
+
+def _not_differentiable(kind: str, grad: Callable[..., Any], jax_backward: str) -> str | None:
+  if kind == "numpy":
+    return "its residuals come from a NumPy forward run on the host"
+  if _names_used(grad) & HOST_NAMES or jax_backward in ("call_tf", "callback"):
+    return "the gradient runs outside the framework (py_func, host callback or call_tf)"
+  return None
 
 
 def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] | str | None
@@ -368,6 +385,7 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
       nondiff=nondiff, param_sets=({}, {"dtype": "float64"}) if params else ({},),
       doc=doc or f"ported from {label} / {legacy.qualname(grad)}",
       unsupported_modes=_unsupported_modes(kind, grad),
+      backward_not_differentiable=_not_differentiable(kind, grad, jax_backward),
       special_differences=_OP_TYPE_DIFFERENCES if kind == "op_type" else {})
   op_forward.port = impl
   if sample is not None and kind == "numpy":
