@@ -18,6 +18,7 @@ from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflo
 
 from crossgrad.backends import base, tensorflow_array_api, tensorflow_export
 from crossgrad.registry import broadcasting, namespace, validation
+from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
 
@@ -110,6 +111,11 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
     validation.check_inputs(op, NAME, [spec_of(x) for x in tensors], params)
     if not forwardprop_util.pack_tangents(tensors).tangents:
       return core(*tensors)
+    if f"{NAME}:jvp" in op.unsupported_modes:
+      raise CrossgradError("no forward mode for this op", op=op.name, backend=NAME,
+                           argument="tf.autodiff.ForwardAccumulator",
+                           actual=op.unsupported_modes[f"{NAME}:jvp"],
+                           hint="Differentiate it in reverse mode (tf.GradientTape)")
     return _forward_mode(op, forward, tensors)
 
   return call

@@ -354,6 +354,21 @@ def test_seed_cube_grad_ignores_the_upstream_gradient(monkeypatch):
   assert [r.check for r in cg.cross_check([op], dtypes=("float32",)).failures] == ["fd"]
 
 
+def test_forward_mode_of_a_port_is_refused_with_the_reason():
+  """A legacy gradient (here one that ignores g, as the seed's cube grad) has no transpose."""
+  op = tf1.port("tf1_test_no_jvp", lambda a: np.power(a, 3),
+                lambda op, grad: [3.0 * op.inputs[0] ** 2], sample=_sample1, register=False)
+  x = tf.constant([1.0, 2.0])
+  with pytest.raises(cg.CrossgradError, match="tf1_test_no_jvp.*need not be linear"):
+    with tf.autodiff.ForwardAccumulator(x, tf.ones(2)):
+      cg.tensorflow.get(op)(x)
+  with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+    jax.jvp(cg.jax.get(op), (np.ones(2, np.float32),), (np.ones(2, np.float32),))
+  # Reverse mode is unaffected in both frameworks.
+  g = jax.grad(lambda v: cg.jax.get(op)(v).sum())(np.array([1.0, 2.0], np.float32))
+  np.testing.assert_allclose(g, [3.0, 12.0])
+
+
 # What cannot be ported.
 
 
