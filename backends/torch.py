@@ -34,6 +34,7 @@ from crossgrad.registry.opdef import OpDef
 NAME = "torch"
 VERSION = torch.__version__
 MODES = ("eager", "compile")
+EXTRA_MODES = ()  # No export round trip yet.
 TRANSFORMS = ("vmap",)
 UNSUPPORTED_CHECKS = {
     ("jvp", "compile"): "torch.compile cannot trace an autograd.Function with a custom jvp "
