@@ -10,6 +10,9 @@ CPU and CUDA, with `torch.nn.Parameter` inputs.
 
 Dynamo refuses an `autograd.Function` that defines ``jvp`` under ``fullgraph=True``, so
 every op has a twin without ``jvp`` that the call picks while `torch.compiler.is_compiling`.
+
+In the cross-check, torch computes the ``jvp`` and ``second_order`` rows eagerly and the
+``vmap`` rows; compiled, forward mode and double backward cannot run (`UNSUPPORTED_CHECKS`).
 """
 
 from __future__ import annotations
@@ -560,10 +563,10 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   diff = op.diff_argnums
 
   def example(args, cots):
-    def floating(*moved):  # The outputs with a cotangent; all of them as aux.
+    def with_cotangent(*moved):  # The outputs with a cotangent; all of them as aux.
       outs = validation.as_tuple(base.of_diff(fn, diff, args)(*moved))
       return tuple(outs[k] for k in present), outs
-    _, vjp_fn, outs = torch.func.vjp(floating, *(args[i] for i in diff), has_aux=True)
+    _, vjp_fn, outs = torch.func.vjp(with_cotangent, *(args[i] for i in diff), has_aux=True)
     return outs, vjp_fn(tuple(cots))
 
   outs, grads = torch.func.vmap(example)(args, [_from_numpy(cotangent[k], target)
