@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from crossgrad.backends import protocol
 from crossgrad.registry import op_registry
@@ -114,3 +114,13 @@ def merge_cotangents(op: OpDef, diff_cotangents) -> tuple:
   for i, ct in zip(op.diff_argnums, diff_cotangents):
     merged[i] = ct
   return tuple(merged)
+
+
+def of_diff(fn: Callable[..., Any], diff: Sequence[int], args: Sequence[Any]):
+  """``fn`` as a function of the inputs at ``diff``, the others fixed to ``args``."""
+  def f(*moved):
+    full = list(args)
+    for i, x in zip(diff, moved):
+      full[i] = x
+    return fn(*full)
+  return f

@@ -313,16 +313,6 @@ def _run_on(device: str, arrays: Any, make_run: Callable[[], Callable[..., Any]]
     return jax.tree.map(np.asarray, jax.device_get(out))
 
 
-def _of_diff(fn: Callable[..., Any], diff: Sequence[int], args: Sequence[Any]):
-  """``fn`` as a function of the inputs at ``diff``, the others fixed to ``args``."""
-  def f(*moved):
-    full = list(args)
-    for i, x in zip(diff, moved):
-      full[i] = x
-    return fn(*full)
-  return f
-
-
 def _vjp(f: Callable[..., Any], diff_args: Sequence[Any], cots: Sequence[Any]):
   """Outputs (a tuple) and the cotangents of ``diff_args`` for output cotangents ``cots``."""
   outputs, vjp_fn = jax.vjp(f, *diff_args)
@@ -341,7 +331,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
 
   def make_run():
     fn = _function(op, params, inputs, mode)
-    return lambda args, cots: _vjp(_of_diff(fn, diff, args), [args[i] for i in diff], cots)
+    return lambda args, cots: _vjp(base.of_diff(fn, diff, args), [args[i] for i in diff], cots)
 
   outs, grads = _run_on(device, (list(inputs), list(cotangent)), make_run, mode != "eager",
                         _key(op, params, mode))
@@ -366,10 +356,10 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       out_tangents = second = None
       if tans is not None:
         out_tangents = validation.as_tuple(jax.jvp(
-            _of_diff(fn, diff, args), [args[i] for i in diff], [tans[i] for i in diff])[1])
+            base.of_diff(fn, diff, args), [args[i] for i in diff], [tans[i] for i in diff])[1])
       if dirs is not None:
         def inner(*moved):
-          _, cts = _vjp(_of_diff(fn, diff, args), moved, cots)
+          _, cts = _vjp(base.of_diff(fn, diff, args), moved, cots)
           return sum(jnp.vdot(c, dirs[i]) for c, i in zip(cts, diff))
         second = jax.grad(inner, argnums=tuple(range(len(diff))))(*[args[i] for i in diff])
       return out_tangents, second
@@ -400,7 +390,7 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
     fn = get(op, **params)
 
     def example(args, cots, wrap=lambda f: f):
-      outs, cts = _vjp(wrap(_of_diff(fn, diff, args)), [args[i] for i in diff], cots)
+      outs, cts = _vjp(wrap(base.of_diff(fn, diff, args)), [args[i] for i in diff], cots)
       return outs, base.merge_cotangents(op, cts)
 
     run = {"vmap": jax.vmap(example),

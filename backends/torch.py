@@ -10,6 +10,9 @@ CPU and CUDA, with `torch.nn.Parameter` inputs.
 
 Dynamo refuses an `autograd.Function` that defines ``jvp`` under ``fullgraph=True``, so
 every op has a twin without ``jvp`` that the call picks while `torch.compiler.is_compiling`.
+
+In the cross-check, torch computes the ``jvp`` and ``second_order`` rows eagerly and the
+``vmap`` rows; compiled, forward mode and double backward cannot run (`UNSUPPORTED_CHECKS`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, Callable, Sequence
 import array_api_compat.torch as compat
 import numpy as np
 import torch
+from torch.autograd import forward_ad
 from torch.utils import _pytree as pytree
 
 from crossgrad.backends import base
@@ -33,6 +37,15 @@ from crossgrad.registry.opdef import OpDef
 NAME = "torch"
 VERSION = torch.__version__
 MODES = ("eager", "compile")
+EXTRA_MODES = ()  # No export round trip yet.
+TRANSFORMS = ("vmap",)
+UNSUPPORTED_CHECKS = {
+    ("jvp", "compile"): "torch.compile cannot trace an autograd.Function with a custom jvp "
+                        "(Dynamo: 'Unsupported custom jvp'); a compiled torch.func.jvp "
+                        "differentiates the twin's forward as plain code, ignoring the "
+                        "op's backward (a surrogate's tangent would be wrong)",
+    ("second_order", "compile"): "torch.compile with aot_autograd does not currently "
+                                 "support double backward"}
 
 _DTYPES = {name: getattr(torch, name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -456,26 +469,111 @@ def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
   return _COMPILED[fn]
 
 
+def _on_device(op: OpDef, inputs: Sequence[np.ndarray], device: str):
+  """The torch device of ``device`` and the inputs as tensors on it."""
+  validation.check_input_count(op, NAME, inputs)
+  target = find_device(device)
+  return target, [_from_numpy(x, target) for x in inputs]
+
+
+def _vjp(run: Callable[..., Any], op: OpDef, args: list, cotangent: Sequence[Any],
+         target: torch.device, create_graph: bool = False):
+  """Outputs (a tuple) of ``run(*args)`` and the cotangents of the differentiable inputs
+  (zeros where unused) for output ``cotangent``; with ``create_graph``, differentiable."""
+  diff_args = [args[i] for i in op.diff_argnums]
+  for x in diff_args:  # An integer one is the call's error to report.
+    x.requires_grad_(x.is_floating_point())
+  outs = validation.as_tuple(run(*args))
+  pairs = [(o, _from_numpy(c, target)) for o, c in zip(outs, cotangent) if c is not None]
+  grads = (torch.autograd.grad([o for o, _ in pairs], diff_args,
+                               grad_outputs=[c for _, c in pairs], allow_unused=True,
+                               create_graph=create_graph)
+           if pairs else [None] * len(diff_args))
+  return outs, [torch.zeros_like(a) if g is None else g for a, g in zip(diff_args, grads)]
+
+
 def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
              *, device: str = "cpu:0", mode: str = "eager"):
   """Outputs (as a tuple) and input cotangents, eagerly or under ``torch.compile``."""
   base.check_mode(NAME, mode, MODES)
-  validation.check_input_count(op, NAME, inputs)
+  target, args = _on_device(op, inputs, device)
   fn = get(op, **params)
-  target = find_device(device)
-  args = [_from_numpy(x, target) for x in inputs]
-  diff_args = [args[i] for i in op.diff_argnums]
-  for x in diff_args:  # An integer one is the call's error to report.
-    x.requires_grad_(x.is_floating_point())
-  run = fn if mode == "eager" else _compiled(fn)
-  outs = validation.as_tuple(run(*args))
-  pairs = [(o, _from_numpy(c, target)) for o, c in zip(outs, cotangent) if c is not None]
-  grads = (torch.autograd.grad([o for o, _ in pairs], diff_args,
-                               grad_outputs=[c for _, c in pairs], allow_unused=True)
-           if pairs else [None] * len(diff_args))
-  grads = [torch.zeros_like(a) if g is None else g for a, g in zip(diff_args, grads)]
+  outs, grads = _vjp(fn if mode == "eager" else _compiled(fn), op, args, cotangent, target)
   return (tuple(_to_numpy(o) for o in outs),
           base.merge_cotangents(op, [_to_numpy(g) for g in grads]))
+
+
+def _output_tangents(fn: Callable[..., Any], op: OpDef, args: list, tangents: Sequence[Any],
+                     target: torch.device) -> tuple:
+  """Forward mode (`torch.autograd.forward_ad`, the op's ``jvp``: its backward transposed):
+  one tangent per output, None for integer outputs, zeros where no input reaches one."""
+  with forward_ad.dual_level():
+    duals = list(args)
+    for i in op.diff_argnums:
+      duals[i] = forward_ad.make_dual(args[i], _from_numpy(tangents[i], target))
+    outs = validation.as_tuple(fn(*duals))
+    tangent = [forward_ad.unpack_dual(o).tangent for o in outs]
+  return tuple(None if not o.is_floating_point() else
+               _to_numpy(torch.zeros_like(o) if t is None else t)
+               for o, t in zip(outs, tangent))
+
+
+def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+                          cotangent: Sequence[Any], tangents: Sequence[Any] | None,
+                          direction: Sequence[Any] | None, *, device: str = "cpu:0",
+                          mode: str = "eager"):
+  """Eagerly: the output tangents for input ``tangents`` (forward mode), and the gradient
+  of <vjp(cotangent), direction> with respect to each input (double backward); None for
+  integer outputs, inputs without a gradient, and what is not asked for (``tangents`` or
+  ``direction`` None). Compiled, neither runs (`UNSUPPORTED_CHECKS`)."""
+  base.check_mode(NAME, mode, MODES)
+  if mode != "eager":
+    raise NotImplementedError("; ".join(f"{kind}: {reason}" for (kind, m), reason
+                                        in UNSUPPORTED_CHECKS.items() if m == mode))
+  fn = get(op, **params)
+  out_tangents = second = None
+  if tangents is not None:
+    target, args = _on_device(op, inputs, device)
+    out_tangents = _output_tangents(fn, op, args, tangents, target)
+  if direction is not None:
+    target, args = _on_device(op, inputs, device)
+    _, grads = _vjp(fn, op, args, cotangent, target, create_graph=True)
+    diff_args = [args[i] for i in op.diff_argnums]
+    total = sum((g * _from_numpy(direction[i], target)).sum()
+                for g, i in zip(grads, op.diff_argnums))
+    found = (torch.autograd.grad(total, diff_args, allow_unused=True)
+             if isinstance(total, torch.Tensor) and total.requires_grad
+             else [None] * len(diff_args))
+    second = base.merge_cotangents(op, [
+        _to_numpy(torch.zeros_like(a) if g is None else g) for a, g in zip(diff_args, found)])
+  return out_tangents, second
+
+
+def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
+                         cotangent: Sequence[Any], *, device: str = "cpu:0",
+                         transforms: Sequence[str] = TRANSFORMS):
+  """Outputs and input cotangents of a batch (axis 0 of every array): `torch.func.vmap` of
+  the per-example VJP (`torch.func.vjp`), the op's vmap rule generated from its forward and
+  backward (``generate_vmap_rule``)."""
+  for transform in transforms:
+    base.check_mode(NAME, transform, TRANSFORMS)
+  target, args = _on_device(op, inputs, device)
+  fn = get(op, **params)
+  present = [k for k, c in enumerate(cotangent) if c is not None]
+  diff = op.diff_argnums
+
+  def example(args, cots):
+    def with_cotangent(*moved):  # The outputs with a cotangent; all of them as aux.
+      outs = validation.as_tuple(base.of_diff(fn, diff, args)(*moved))
+      return tuple(outs[k] for k in present), outs
+    _, vjp_fn, outs = torch.func.vjp(with_cotangent, *(args[i] for i in diff), has_aux=True)
+    return outs, vjp_fn(tuple(cots))
+
+  outs, grads = torch.func.vmap(example)(args, [_from_numpy(cotangent[k], target)
+                                                for k in present])
+  result = (tuple(_to_numpy(o) for o in outs),
+            base.merge_cotangents(op, [_to_numpy(g) for g in grads]))
+  return {t: result for t in transforms}
 
 
 def precision_scope(arrays: Sequence[Any]):

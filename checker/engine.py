@@ -212,10 +212,11 @@ def cross_check(
       device for is a failing row.
     modes: execution and transformation modes to cover, e.g. ("eager", "jit", "vmap");
       default every mode each backend has (TensorFlow: eager, graph, jit, vectorized_map;
-      JAX: eager, jit, vmap, scan, checkpoint; torch: eager, compile). Export round trips
-      (TensorFlow: saved_model, jax2tf; JAX: export) run only when named here. A backend
+      JAX: eager, jit, vmap, scan, checkpoint; torch: eager, compile, vmap). Export round
+      trips (TensorFlow: saved_model, jax2tf; JAX: export) run only when named here. A backend
       without the optional members these need (`evaluate_higher_order`, `TRANSFORMS`,
-      `EXTRA_MODES`, e.g. torch) gets ``skipped`` rows saying so.
+      `EXTRA_MODES`), or declaring a check unsupported in a mode (torch compiled:
+      `UNSUPPORTED_CHECKS`), gets ``skipped`` rows saying so.
     seed: seeds the sampled inputs, cotangents and finite-difference directions.
     progress: called with a line of text as each group of checks starts.
     inputs: arrays to check every op with instead of its ``sample`` (e.g. one op at a
@@ -341,7 +342,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
           # Export round trips are compared with eager (``round_trip``), which has these.
           rows.append(special_values.row(op, params, label, module, device, dtype, mode,
                                          case, tolerance, bitwise))
-        if hasattr(module, "evaluate_higher_order"):  # Else skipped rows say why (torch).
+        if hasattr(module, "evaluate_higher_order"):  # Else skipped rows say why.
           say(f"  {op.name} {label} {dtype} {name} {device} {mode}: jvp, second order")
         rows.extend(higher_order.mode_rows(higher, name, module, device, mode, eager,
                                            (outputs, cts)))

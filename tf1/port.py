@@ -283,7 +283,7 @@ def _unsupported_modes(kind: str, grad: Callable[..., Any]) -> dict[str, str]:
   # host calls and jax2tf; the torch backend has no such bridge yet.
   modes = {f"torch:{mode}": "TF1 ports run legacy code through TF and JAX (host calls, "
                             "jax2tf), which the torch backend does not bridge yet"
-           for mode in ("eager", "compile")}
+           for mode in ("eager", "compile", "vmap")}
   host_grad = bool(_names_used(grad) & HOST_NAMES)
   if kind == "numpy":
     modes["tensorflow:jit"] = _NUMPY_XLA
