@@ -130,7 +130,8 @@ def test_binary_writes_the_grid_and_the_html(tmp_path):
                         capture_output=True, text=True, timeout=600, check=False)
   assert done.returncode == 0, done.stdout + done.stderr
   lines = done.stdout.splitlines()
-  assert lines[2].split() == ["op", "params", "eager", "eager", "jit"]
+  assert lines[2].split() == ["op", "params", "eager", "eager", "jit", "vmap", "scan",
+                              "checkpoint"]
   assert lines[3].split()[:3] == ["leaky_relu", "alpha=0.2", "ok"]
   assert "failing rows: none" in done.stdout and "every row:" not in done.stdout
   page = out.read_text()

@@ -36,4 +36,5 @@ def test_given_inputs_of_any_size_pass_for_a_correct_op():
   report = cg.cross_check(["leaky_relu"], backends=["jax"], dtypes=["float64"],
                           modes=["eager"], inputs=[x])
   assert report.ok
-  assert {r.check for r in report.rows} == {"fd", "forward", "vjp", "special"}
+  assert {r.check for r in report.rows} == {"fd", "forward", "vjp", "special", "jvp",
+                                            "second_order"}
