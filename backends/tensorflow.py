@@ -254,7 +254,9 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
                          cotangent: Sequence[Any], *, device: str = "cpu:0",
                          transforms: Sequence[str] = TRANSFORMS):
   """Outputs and input cotangents of a batch (axis 0 of every array) per transformation:
-  the per-example VJP under `tf.vectorized_map` in a `tf.function` (no fallback to a loop)."""
+  the per-example VJP under `tf.vectorized_map` in a `tf.function`, as users call it: where
+  an op has no vectorization rule (pfor; e.g. the bitcasts of `xp.sort`'s total order) TF
+  falls back to a loop over the batch."""
   for transform in transforms:
     base.check_mode(NAME, transform, TRANSFORMS)
   validation.check_input_count(op, NAME, inputs)
@@ -267,7 +269,7 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       for k, c in zip(present, given):
         cots[k] = c
       return _vjp(fn, op.diff_argnums, args, cots)
-    return tf.vectorized_map(example, (args, cots), fallback_to_while_loop=False)
+    return tf.vectorized_map(example, (args, cots))
 
   outs, grads = _run_on(device, "graph", (list(inputs), [cotangent[k] for k in present]), run,
                         op, params, inputs, ("vectorized_map", len(cotangent), tuple(present)))

@@ -1436,31 +1436,36 @@ def _lu_pivots(a):
   """Gaussian elimination with partial pivoting of (..., n, n): (permutation sign, pivots)."""
   n = _shape(a)[-1]
   rows = tf.range(n)
-  batch = a.shape.rank - 2
   magnitude_dtype = _REAL_OF.get(a.dtype, a.dtype)
 
+  # Rows and columns are picked with one-hot masks, not gathers at the loop index: XLA can
+  # then differentiate the loop twice (a gather's gradient transposes by a traced axis).
+  def pick(x, mask, axis):
+    return tf.reduce_sum(tf.where(mask, x, tf.zeros([], x.dtype)), axis)
+
   def body(k, a, sign, pivots):
-    column = tf.gather(a, k, axis=-1)
+    is_k = tf.equal(rows, k)
+    column = pick(a, is_k, -1)
     magnitude = tf.where(rows >= k, tf.math.abs(column), -tf.ones([], magnitude_dtype))
     p = tf.math.argmax(magnitude, axis=-1, output_type=int32)
-    row_k = tf.gather(a, k, axis=-2)
-    row_p = tf.gather(a, p, axis=-2, batch_dims=batch)
-    is_k = tf.equal(rows, k)[:, None]
-    is_p = tf.equal(rows, p[..., None])[..., :, None]
-    a = tf.where(is_k, row_p[..., None, :], tf.where(is_p, row_k[..., None, :], a))
+    is_p = tf.equal(rows, p[..., None])
+    row_k = pick(a, is_k[:, None], -2)
+    row_p = pick(a, is_p[..., :, None], -2)
+    a = tf.where(is_k[:, None], row_p[..., None, :],
+                 tf.where(is_p[..., :, None], row_k[..., None, :], a))
     sign = tf.where(tf.equal(p, k), sign, -sign)
-    pivot = tf.gather(row_p, k, axis=-1)
-    pivots = tf.where(tf.equal(rows, k), pivot[..., None], pivots)
+    pivot = pick(row_p, is_k, -1)
+    pivots = tf.where(is_k, pivot[..., None], pivots)
     safe = tf.where(tf.equal(pivot, 0), tf.ones_like(pivot), pivot)
-    factor = tf.where(rows > k, tf.gather(a, k, axis=-1) / safe[..., None],
-                      tf.zeros_like(column))
+    factor = tf.where(rows > k, pick(a, is_k, -1) / safe[..., None], tf.zeros_like(column))
     a = a - factor[..., :, None] * row_p[..., None, :]
     return k + 1, a, sign, pivots
 
   sign = tf.ones(_shape(a)[:-2], a.dtype)
   pivots = tf.zeros(_shape(a)[:-1], a.dtype)
+  # A bound on the loop lets XLA differentiate it (fixed-size stacks of the iterations).
   _, _, sign, pivots = tf.while_loop(lambda k, *_: k < n, body,
-                                     (tf.constant(0), a, sign, pivots))
+                                     (tf.constant(0), a, sign, pivots), maximum_iterations=n)
   return sign, pivots
 
 
