@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from crossgrad.backends import base
+from crossgrad.backends import base, jax_array_api
 from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
@@ -40,7 +40,8 @@ def _segment_sum(data, segment_ids, /, num_segments):
 xp = Namespace(NAME, jnp, extensions={
     "take": functools.partial(numpy_like.take, jnp, NAME), "segment_sum": _segment_sum,
     "segment_min": _segment_min, "one_hot": _one_hot,
-    "unbroadcast": functools.partial(numpy_like.unbroadcast, jnp)})
+    "unbroadcast": functools.partial(numpy_like.unbroadcast, jnp)},
+    overrides=jax_array_api.FIXES)  # Where jax.numpy departs from the standard.
 
 
 def spec_of(x: Any) -> validation.ArraySpec:
