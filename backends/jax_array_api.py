@@ -15,10 +15,11 @@ the standard (https://data-apis.org/array-api/2024.12/):
   scalars), ``bits`` an int, ``dtype`` the real dtype.
 - Complex special cases of ``acos``, ``acosh``, ``asinh``, ``atanh``, ``cosh``, ``sinh``,
   ``tanh``, ``exp``, ``expm1``, ``log``, ``log1p``, ``sqrt`` (infinite and NaN components, where
-  JAX returns NaN + NaN j or a stray imaginary part) and ``sign`` (``sign(-0 + 0j)`` is
-  ``0 + 0j``): the values the standard lists. Complex arguments only; as the standard requires,
-  ``f(conj(z)) == conj(f(z))`` carries each listed value to negative imaginary parts, and
-  ``f(-z) == -f(z)`` (odd ``asinh``, ``atanh``, ``sinh``, ``tanh``) to negative real parts.
+  JAX returns NaN + NaN j, a stray imaginary part, or ``1 - 0j`` for ``tanh(+inf + 2j)``) and
+  ``sign`` (``sign(-0 + 0j)`` is ``0 + 0j``): the values the standard lists. Complex arguments
+  only; as the standard requires, ``f(conj(z)) == conj(f(z))`` carries each listed value to
+  negative imaginary parts, and ``f(-z) == -f(z)`` (odd ``asinh``, ``atanh``, ``sinh``,
+  ``tanh``) to negative real parts.
 
 Left as JAX has them: arrays are immutable (no ``x[i] = v``), and ``floor_divide``/``remainder``
 of real floats with infinite or signed-zero operands (fixing them would add ops to every real
@@ -125,8 +126,9 @@ FIXES = {
         jnp.where(a == 0, 0.0, _NAN))),
     "sinh": _complex_cases(jnp.sinh, lambda a, b: (
         _zero_or_inf_at_inf_nan(a, b), jnp.where(a == 0, 0.0, _INF), _NAN), odd=True),
-    "tanh": _complex_cases(jnp.tanh, lambda a, b: ((a == 0) & ~jnp.isfinite(b), 0.0, _NAN),
-                           odd=True),
+    "tanh": _complex_cases(jnp.tanh, lambda a, b: (
+        ((a == 0) & ~jnp.isfinite(b)) | (jnp.isinf(a) & jnp.isfinite(b)),
+        jnp.where(a == 0, 0.0, 1.0), jnp.where(a == 0, _NAN, 0.0)), odd=True),
     "exp": _complex_cases(jnp.exp, lambda a, b: (
         _inf_nan(a, b), jnp.where(a > 0, _INF, 0.0), jnp.where(a > 0, _NAN, 0.0))),
     "expm1": _complex_cases(jnp.expm1, lambda a, b: (

@@ -79,6 +79,7 @@ SPECIAL = [
     ("sinh", 0.0, INF, None, NAN), ("sinh", 0.0, NAN, None, NAN),
     ("sinh", INF, INF, None, NAN), ("sinh", INF, NAN, None, NAN), ("sinh", -INF, NAN, None, NAN),
     ("tanh", 0.0, INF, 0.0, NAN), ("tanh", 0.0, NAN, 0.0, NAN), ("tanh", -0.0, -INF, -0.0, NAN),
+    ("tanh", INF, 2.0, 1.0, 0.0), ("tanh", INF, 0.0, 1.0, 0.0), ("tanh", -INF, -2.0, -1.0, -0.0),
     ("exp", -INF, INF, None, None), ("exp", INF, INF, None, NAN), ("exp", -INF, NAN, None, None),
     ("exp", INF, NAN, None, NAN), ("exp", -INF, -INF, None, None),
     ("expm1", -INF, INF, -1.0, None), ("expm1", INF, INF, None, NAN),
