@@ -3,8 +3,10 @@
 ``crossgrad.jax.xp`` is ``jax.numpy`` itself but for the functions here. Each fix decides in
 Python, while tracing, from the static dtype, shape or arguments, so the compiled computation of
 real-dtype arguments is ``jax.numpy``'s own (``xp.exp`` of float32 lowers to the same HLO as
-``jnp.exp``): the fixes cost nothing to the ops written against ``xp``. Each restores a rule of
-the standard (https://data-apis.org/array-api/2024.12/):
+``jnp.exp``): the fixes cost nothing to the ops written against ``xp``. The exceptions are
+``floor_divide`` and ``remainder`` of real floats, which select the standard's values with one
+``where`` (no built-in op calls them). Each fix restores a rule of the standard
+(https://data-apis.org/array-api/2024.12/):
 
 - ``expand_dims``: an axis outside ``[-N-1, N]`` raises ``IndexError`` (JAX: ``ValueError``).
 - ``permute_dims``: axes may be negative (JAX refuses ``(-1,)``).
@@ -21,9 +23,14 @@ the standard (https://data-apis.org/array-api/2024.12/):
   negative imaginary parts, and ``f(-z) == -f(z)`` (odd ``asinh``, ``atanh``, ``sinh``,
   ``tanh``) to negative real parts.
 
-Left as JAX has them: arrays are immutable (no ``x[i] = v``), and ``floor_divide``/``remainder``
-of real floats with infinite or signed-zero operands (fixing them would add ops to every real
-``floor_divide``).
+- ``floor_divide`` of real floats with a zero or infinite operand: the quotient, as the
+  standard prefers (``floor(x1 / x2)``: ``inf // 2`` is ``inf``, ``-0 // 2`` is ``-0``,
+  ``3 // -inf`` is ``-0``; JAX follows Python: NaN, 0, -1); ``remainder`` of real floats: a zero
+  result has ``x2``'s sign, as Python's ``%`` (``-0 % 2`` is ``+0``).
+
+Left as JAX has them: arrays are immutable (no ``x[i] = v``), their operators (``//``, ``%``:
+the array object, not ``xp``), and ``sign(-0.0)``, which is ``-0.0`` (the standard: ``+0``;
+fixing it would add an op to every real ``sign``).
 """
 
 from __future__ import annotations
@@ -72,6 +79,22 @@ def sign(x, /):
   return jnp.where(x == 0, jnp.zeros_like(out), out)
 
 
+def floor_divide(x1, x2, /):
+  out = jnp.floor_divide(x1, x2)
+  if not jnp.issubdtype(out.dtype, jnp.floating):
+    return out
+  # With a zero or infinite operand the quotient is already integral (or NaN).
+  special = (x1 == 0) | (x2 == 0) | jnp.isinf(x1) | jnp.isinf(x2)
+  return jnp.where(special, jnp.divide(x1, x2), out)
+
+
+def remainder(x1, x2, /):
+  out = jnp.remainder(x1, x2)
+  if not jnp.issubdtype(out.dtype, jnp.floating):
+    return out
+  return jnp.where(out == 0, jnp.copysign(jnp.zeros_like(out), x2), out)  # Python's sign.
+
+
 def _complex_cases(f: Callable, cases: Callable, odd: bool = False) -> Callable:
   """``f``, where complex arguments meet ``cases(a, b) -> (where, real, imag)``.
 
@@ -110,7 +133,8 @@ def _zero_or_inf_at_inf_nan(a, b):  # a is |a| here.
 
 FIXES = {
     "expand_dims": expand_dims, "permute_dims": permute_dims, "searchsorted": searchsorted,
-    "cumulative_prod": cumulative_prod, "sign": sign,
+    "cumulative_prod": cumulative_prod, "sign": sign, "floor_divide": floor_divide,
+    "remainder": remainder,
     "finfo": functools.partial(numpy_like.finfo, jnp.finfo),
     "acos": _complex_cases(jnp.acos, lambda a, b: (
         jnp.isfinite(a) & jnp.isnan(b), jnp.where(a == 0, _PI / 2, _NAN), _NAN)),

@@ -121,13 +121,34 @@ def test_complex_special_cases_follow_the_standard(name, a, b, real, imag, dtype
           f"{name}({complex(a, b)}) = {out}, the standard says {real} + {imag}j")
 
 
-@pytest.mark.parametrize("name", sorted(set(jax_array_api.FIXES) - {"finfo"}))
+@pytest.mark.parametrize("name", sorted(set(jax_array_api.FIXES) - {
+    "finfo", "floor_divide", "remainder"}))
 def test_complex_values_elsewhere_are_jax_numpys(name):
   z = jnp.asarray([0.3 + 0.4j, -1.5 + 2.0j, 2.0 - 0.5j, -0.25 - 3.0j], dtype=jnp.complex64)
   args = {"expand_dims": (z, 0), "permute_dims": (z, (0,)),
           "searchsorted": (jnp.sort(z.real), z.real)}.get(name, (z,))
   np.testing.assert_array_equal(getattr(xp, name)(*args),
                                 getattr(jnp, name)(*args), err_msg=name)
+
+
+# (x1, x2, floor_divide, remainder): the standard's special cases for real floats.
+DIVISION = [(-0.0, 2.0, -0.0, 0.0), (-0.0, -2.0, 0.0, -0.0), (0.0, -2.0, -0.0, -0.0),
+            (INF, 2.0, INF, NAN), (INF, -2.0, -INF, NAN), (-INF, 2.0, -INF, NAN),
+            (-INF, -2.0, INF, NAN), (3.0, INF, 0.0, 3.0), (3.0, -INF, -0.0, -INF),
+            (-3.0, INF, -0.0, INF), (-3.0, -INF, 0.0, -3.0), (3.0, 0.0, INF, NAN),
+            (3.0, -0.0, -INF, NAN), (0.0, 0.0, NAN, NAN), (INF, -INF, NAN, NAN),
+            (-4.0, 2.0, -2.0, 0.0), (4.0, -2.0, -2.0, -0.0), (-7.0, 2.0, -4.0, 1.0)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("x1, x2, quotient, remainder", DIVISION)
+def test_floor_divide_and_remainder_special_cases(x1, x2, quotient, remainder, dtype):
+  with jax.enable_x64(True):
+    a, b = jnp.asarray(x1, dtype=dtype), jnp.asarray(x2, dtype=dtype)
+    assert _same(float(xp.floor_divide(a, b)), quotient, None, dtype)
+    assert _same(float(jax.jit(xp.remainder)(a, b)), remainder, None, dtype)
+  np.testing.assert_array_equal(xp.floor_divide(jnp.arange(-3, 4), 2), [-2, -1, -1, 0, 0, 1, 1])
+  np.testing.assert_array_equal(xp.remainder(jnp.arange(-3, 4), 2), [1, 0, 1, 0, 1, 0, 1])
 
 
 @pytest.mark.parametrize("dtype, x64", [("float32", False), ("float64", True)])
