@@ -6,7 +6,8 @@ Runs the standard's own test suite (data-apis/array-api-tests, with the specific
 data-apis/array-api checked out as its ``array-api/`` folder; not part of crossgrad) once
 per namespace, on the same settings: ``ARRAY_API_TESTS_VERSION=2024.12``, the fft
 extension disabled, Hypothesis derandomized with ``--max_examples`` examples per test
-(so every namespace sees the same inputs), no deadline, 64-bit JAX. Two selections are
+(so every namespace sees the same inputs), no deadline, no shrinking (``--shrink`` for it),
+64-bit JAX. Two selections are
 reported apart: the functions (the suite without the array-object tests: what crossgrad
 controls) and the array object (the frameworks' own array types, which crossgrad never
 patches). Within the functions, the operator parametrisations (test ids naming a dunder
@@ -61,6 +62,8 @@ TUPLE_SHAPES = {"tensorflow": ("tensorflow (shapes as tuples)",
 # `test_binary[__mod__(x1_i is +0 ...)]` (not `__array_namespace_info__`, a function).
 OPERATOR = re.compile(r"\[__(?!array_namespace_info__)[a-z]+__")
 
+NO_SHRINK = "crossgrad.benchmarks.array_api_no_shrink_plugin"
+
 FLAGS = flags.FLAGS
 
 
@@ -75,6 +78,8 @@ def define_flags():
   flags.DEFINE_list("files", [], "Test files of the suite to run (default: all).")
   flags.DEFINE_string("keyword", None, "A further pytest -k expression.")
   flags.DEFINE_integer("timeout_s", 1800, "Seconds allowed per namespace run.")
+  flags.DEFINE_bool("shrink", False, "Let Hypothesis shrink failing examples (simpler failure "
+                    "messages, same outcomes, much slower where many tests fail).")
   flags.DEFINE_bool("tuple_shapes", True, "Also measure " + ", ".join(TUPLE_SHAPES) +
                     " with tf.TensorShape read as tuples by the suite's tools (a test-side "
                     "plugin; a second row).")
@@ -104,13 +109,16 @@ def _environ(namespace: str) -> dict[str, str]:
 
 def run_suite(suite: str, namespace: str, selection: str, *, max_examples: int,
               files: Sequence[str] = (), keyword: str | None = None,
-              timeout_s: int = 1800, plugins: Sequence[str] = ()) -> dict:
+              timeout_s: int = 1800, plugins: Sequence[str] = (),
+              shrink: bool = False) -> dict:
   """One pytest run of the suite for ``namespace`` (with the pytest ``plugins``): counts and
   seconds per test file, counts of the operator parametrisations, every failure's message."""
   suite_path = pathlib.Path(suite).resolve()
   _check_suite(suite_path)
   expression = SELECTIONS[selection] + (f" and ({keyword})" if keyword else "")
   targets = [f"array_api_tests/{f}" for f in files] or ["array_api_tests"]
+  if not shrink:
+    plugins = (*plugins, NO_SHRINK)
   with tempfile.TemporaryDirectory() as tmp:
     report = os.path.join(tmp, "report.json")
     command = [sys.executable, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
@@ -198,7 +206,7 @@ def _versions(suite: str) -> dict[str, str]:
 
 def run(suite: str, namespaces: Sequence[str], selections: Sequence[str], *,
         max_examples: int, files: Sequence[str] = (), keyword: str | None = None,
-        timeout_s: int = 1800, tuple_shapes: bool = True,
+        timeout_s: int = 1800, tuple_shapes: bool = True, shrink: bool = False,
         json_path: str | None = None) -> dict:
   """Runs every (selection, namespace); prints the tables; returns (and writes) the results.
   With ``tuple_shapes``, a namespace in TUPLE_SHAPES gets a second row run with its plugin."""
@@ -214,14 +222,14 @@ def run(suite: str, namespaces: Sequence[str], selections: Sequence[str], *,
         print(f"running {row} ({selection})...", flush=True)
         results[selection][row] = run_suite(
             suite, namespace, selection, max_examples=max_examples, files=files,
-            keyword=keyword, timeout_s=timeout_s, plugins=plugins)
+            keyword=keyword, timeout_s=timeout_s, plugins=plugins, shrink=shrink)
     _print(selection, results[selection])
   payload = {"title": f"array-api-tests {VERSION} per namespace",
              "settings": {"max_examples": max_examples, "files": list(files),
                           "keyword": keyword, "selections": SELECTIONS,
                           "tuple_shapes": {row: plugin for row, plugin in TUPLE_SHAPES.values()}
                                           if tuple_shapes else {},
-                          "operators": OPERATOR.pattern},
+                          "operators": OPERATOR.pattern, "shrink": shrink},
              "versions": _versions(suite),
              "results": results}
   if json_path:
@@ -237,7 +245,7 @@ def main(argv: Sequence[str]):
                          f"{list(SELECTIONS)}")
   run(FLAGS.suite, FLAGS.namespaces, FLAGS.selections, max_examples=FLAGS.max_examples,
       files=FLAGS.files, keyword=FLAGS.keyword, timeout_s=FLAGS.timeout_s,
-      tuple_shapes=FLAGS.tuple_shapes, json_path=FLAGS.json)
+      tuple_shapes=FLAGS.tuple_shapes, shrink=FLAGS.shrink, json_path=FLAGS.json)
 
 
 if __name__ == "__main__":
