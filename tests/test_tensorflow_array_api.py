@@ -156,6 +156,20 @@ def test_unary_complex(mode, name):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["log", "log2", "log10", "log1p"])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_logarithms_far_from_and_near_one(mode, name, dtype):
+  """TF's own complex log returns NaN real parts for tiny and huge magnitudes."""
+  tiny, huge = (1e-30, 1e30) if dtype == np.complex64 else (1e-253, 1e200)
+  z = np.array([-tiny * 1j, tiny * (1 - 1j), huge * (1 + 1j), 3 * tiny + 0j, 1 + 1e-4j,
+                0.6 - 0.8j, -2.0 + 0.5j, 0j, -0.0 + 0j, complex(-inf, 1.0),
+                complex(inf, nan)], dtype)
+  rtol = 2e-6 if dtype == np.complex64 else 1e-12
+  parts = lambda m, y: (m.real(y), m.imag(y))  # allclose compares complex infinities exactly.
+  _check(mode, lambda m, a: parts(m, getattr(m, name)(a)), z, rtol=rtol, atol=1e-15)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_division_follows_python(mode):
   a = np.array([-7.5, 7.5, -7.5, 7.5, 1.0, 5.0, -0.0, 3.0], np.float64)
   b = np.array([2.0, -2.0, -2.0, 2.0, 0.1, inf, 4.0, -inf], np.float64)
