@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jex
 
-from crossgrad.backends import base, jax_export, jax_linear
+from crossgrad.backends import base, jax_array_api, jax_export, jax_linear
 from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -53,7 +53,8 @@ def _segment_sum(data, segment_ids, /, num_segments):
 xp = Namespace(NAME, jnp, extensions={
     "take": functools.partial(numpy_like.take, jnp, NAME), "segment_sum": _segment_sum,
     "segment_min": _segment_min, "one_hot": _one_hot,
-    "unbroadcast": functools.partial(numpy_like.unbroadcast, jnp)})
+    "unbroadcast": functools.partial(numpy_like.unbroadcast, jnp)},
+    overrides=jax_array_api.FIXES)  # Where jax.numpy departs from the standard.
 
 
 def spec_of(x: Any) -> validation.ArraySpec:

@@ -38,7 +38,8 @@ def _largest(dtype):
 
 
 # Where NumPy's own functions depart from the standard (array-api-tests 2024.12): `sort` and
-# `argsort` lack `descending`, `finfo` and `iinfo` refuse arrays, `clip` calls its bounds
+# `argsort` lack `descending`, `finfo` and `iinfo` refuse arrays (and `finfo` gives NumPy
+# scalars, not Python floats), `clip` calls its bounds
 # `a_min`/`a_max`. (array_api_compat.numpy fixes these too, but importing it loads
 # numpy.testing and numpy.f2py: it would double the time of `import crossgrad`.)
 def _argsort(x, /, *, axis=-1, descending=False, stable=True):
@@ -75,8 +76,8 @@ xp = Namespace(
         "segment_min": _segment(np.minimum.at, _largest),
         "one_hot": _one_hot,
         "unbroadcast": functools.partial(numpy_like.unbroadcast, np)},
-    overrides={"argsort": _argsort, "sort": _sort, "finfo": _info(np.finfo),
-               "iinfo": _info(np.iinfo), "clip": _clip})
+    overrides={"argsort": _argsort, "sort": _sort, "iinfo": _info(np.iinfo), "clip": _clip,
+               "finfo": functools.partial(numpy_like.finfo, _info(np.finfo))})
 
 
 def spec_of(x: Any) -> validation.ArraySpec:

@@ -501,9 +501,29 @@ def _unary(name, float_fn, *, ints_identity=False, complex_fn=None):
   return fn
 
 
+def _complex_log(z):
+  """log|z| + i arg(z). TF's complex log gives NaN real parts for |z| far from 1 (1e-30,
+  1e200); near |z| = 1, log1p keeps the digits log(|z|) would lose (complex64 computes in
+  float64 there: float32 products cancel)."""
+  if z.dtype == complex64:
+    return tf.cast(_complex_log(tf.cast(z, complex128)), complex64)
+  a, b = tf.math.real(z), tf.math.imag(z)
+  magnitude = tf.math.abs(z)
+  big, small = tf.math.maximum(tf.math.abs(a), tf.math.abs(b)), tf.math.minimum(
+      tf.math.abs(a), tf.math.abs(b))
+  near_one = tf.logical_and(magnitude > 0.5, magnitude < 2.0)
+  precise = 0.5 * tf.math.log1p((big - 1.0) * (big + 1.0) + small * small)
+  real_part = tf.where(near_one, precise, tf.math.log(magnitude))
+  return tf.complex(real_part, tf.math.atan2(b, a))
+
+
 def _log_base(base):
   def fn(x):
-    return tf.math.log(x) / tf.constant(math.log(base), x.dtype)
+    y = log(x)
+    scale = tf.constant(math.log(base), _REAL_OF.get(y.dtype, y.dtype))
+    if _is_complex(y):  # Part by part: a complex division makes inf * 0 = NaN.
+      return tf.complex(tf.math.real(y) / scale, tf.math.imag(y) / scale)
+    return y / scale
   return fn
 
 
@@ -516,7 +536,7 @@ atanh = _unary("atanh", tf.math.atanh)
 cos = _unary("cos", tf.math.cos)
 cosh = _unary("cosh", tf.math.cosh)
 exp = _unary("exp", tf.math.exp)
-log = _unary("log", tf.math.log)
+log = _unary("log", tf.math.log, complex_fn=_complex_log)
 
 
 def _complex_expm1(z):
@@ -542,7 +562,7 @@ def _complex_log1p(z):
   small = tf.less(tf.math.maximum(tf.math.abs(a), tf.math.abs(b)), 0.5)
   a0, b0 = tf.where(small, a, tf.zeros_like(a)), tf.where(small, b, tf.zeros_like(b))
   precise = tf.complex(0.5 * tf.math.log1p(a0 * (2 + a0) + b0 * b0), tf.math.atan2(b0, 1 + a0))
-  return tf.where(small, precise, tf.math.log(z + tf.ones([], z.dtype)))
+  return tf.where(small, precise, _complex_log(z + tf.ones([], z.dtype)))
 
 
 def _complex_tanh(z):

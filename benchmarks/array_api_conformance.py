@@ -6,11 +6,18 @@ Runs the standard's own test suite (data-apis/array-api-tests, with the specific
 data-apis/array-api checked out as its ``array-api/`` folder; not part of crossgrad) once
 per namespace, on the same settings: ``ARRAY_API_TESTS_VERSION=2024.12``, the fft
 extension disabled, Hypothesis derandomized with ``--max_examples`` examples per test
-(so every namespace sees the same inputs), no deadline, 64-bit JAX. Two selections are
+(so every namespace sees the same inputs), no deadline, no shrinking (``--shrink`` for it),
+64-bit JAX. Two selections are
 reported apart: the functions (the suite without the array-object tests: what crossgrad
 controls) and the array object (the frameworks' own array types, which crossgrad never
-patches). Prints passed/failed per namespace and per test file, the slowest files, and
-writes everything (with each failure's message) as JSON.
+patches). Within the functions, the operator parametrisations (test ids naming a dunder
+method, ``test_add[__add__(x1, x2)]``: the array type's operators) are also counted apart.
+
+TensorFlow's row is measured twice: strict, and "shapes as tuples", with the test-side plugin
+``array_api_tensorshape_plugin`` (``tf.Tensor.shape`` is a ``tf.TensorShape``, which the suite's
+tools ndindex and Hypothesis refuse; the plugin converts it to a tuple there, touching neither
+TensorFlow nor the namespace). Prints passed/failed per namespace and per test file, and writes
+everything (with each failure's message) as JSON.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from importlib import metadata
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,6 +55,15 @@ NAMESPACES = {
     "tensorflow": "exec('import crossgrad; xp = crossgrad.tensorflow.xp')",
 }
 
+# Namespaces measured a second time with a test-side plugin (the row's name, the plugin).
+TUPLE_SHAPES = {"tensorflow": ("tensorflow (shapes as tuples)",
+                               "crossgrad.benchmarks.array_api_tensorshape_plugin")}
+# A test id parametrised by a dunder method of the array: `test_add[__add__(x1, x2)]`,
+# `test_binary[__mod__(x1_i is +0 ...)]` (not `__array_namespace_info__`, a function).
+OPERATOR = re.compile(r"\[__(?!array_namespace_info__)[a-z]+__")
+
+NO_SHRINK = "crossgrad.benchmarks.array_api_no_shrink_plugin"
+
 FLAGS = flags.FLAGS
 
 
@@ -61,6 +78,11 @@ def define_flags():
   flags.DEFINE_list("files", [], "Test files of the suite to run (default: all).")
   flags.DEFINE_string("keyword", None, "A further pytest -k expression.")
   flags.DEFINE_integer("timeout_s", 1800, "Seconds allowed per namespace run.")
+  flags.DEFINE_bool("shrink", False, "Let Hypothesis shrink failing examples (simpler failure "
+                    "messages, same outcomes, much slower where many tests fail).")
+  flags.DEFINE_bool("tuple_shapes", True, "Also measure " + ", ".join(TUPLE_SHAPES) +
+                    " with tf.TensorShape read as tuples by the suite's tools (a test-side "
+                    "plugin; a second row).")
   flags.DEFINE_string("json", "out/array_api_conformance.json", "Where to write JSON.")
 
 
@@ -87,16 +109,20 @@ def _environ(namespace: str) -> dict[str, str]:
 
 def run_suite(suite: str, namespace: str, selection: str, *, max_examples: int,
               files: Sequence[str] = (), keyword: str | None = None,
-              timeout_s: int = 1800) -> dict:
-  """One pytest run of the suite for ``namespace``: counts and seconds per test file,
-  and every failure with its message."""
+              timeout_s: int = 1800, plugins: Sequence[str] = (),
+              shrink: bool = False) -> dict:
+  """One pytest run of the suite for ``namespace`` (with the pytest ``plugins``): counts and
+  seconds per test file, counts of the operator parametrisations, every failure's message."""
   suite_path = pathlib.Path(suite).resolve()
   _check_suite(suite_path)
   expression = SELECTIONS[selection] + (f" and ({keyword})" if keyword else "")
   targets = [f"array_api_tests/{f}" for f in files] or ["array_api_tests"]
+  if not shrink:
+    plugins = (*plugins, NO_SHRINK)
   with tempfile.TemporaryDirectory() as tmp:
     report = os.path.join(tmp, "report.json")
     command = [sys.executable, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
+               *(a for p in plugins for a in ("-p", p)),
                "--disable-extension", "fft", f"--max-examples={max_examples}",
                "--derandomize", "--disable-deadline", "-k", expression, "--json-report",
                f"--json-report-file={report}", "--json-report-omit", "collectors", "log",
@@ -111,11 +137,14 @@ def run_suite(suite: str, namespace: str, selection: str, *, max_examples: int,
     with open(report) as f:
       tests = json.load(f)["tests"]
   files_out = collections.defaultdict(collections.Counter)
+  operators = collections.Counter()
   failures = []
   for test in tests:
     name = test["nodeid"].split("::")[0].rsplit("/", 1)[-1]
     outcome = "failed" if test["outcome"] == "error" else test["outcome"]
     files_out[name][outcome] += 1
+    if OPERATOR.search(test["nodeid"]):
+      operators[outcome] += 1
     files_out[name]["seconds"] += sum(test.get(s, {}).get("duration", 0.0)
                                       for s in ("setup", "call", "teardown"))
     if outcome == "failed":
@@ -124,6 +153,7 @@ def run_suite(suite: str, namespace: str, selection: str, *, max_examples: int,
       failures.append({"test": test["nodeid"], "message": message.split("\n")[0][:300]})
   total = sum(files_out.values(), collections.Counter())
   return {"passed": total["passed"], "failed": total["failed"], "skipped": total["skipped"],
+          "operators": {k: operators[k] for k in ("passed", "failed", "skipped")},
           "seconds": seconds, "files": {k: dict(v) for k, v in sorted(files_out.items())},
           "failures": failures}
 
@@ -134,10 +164,21 @@ def _print(selection: str, results: dict[str, dict]):
   rows = []
   for name, r in results.items():
     delta = "" if baseline is None else r["passed"] - baseline["passed"]
-    rows.append((name, r["passed"], r["failed"], r["skipped"], delta, round(r["seconds"])))
+    ops = r["operators"]
+    rows.append((name, r["passed"], r["failed"], r["skipped"], delta,
+                 f'{r["passed"] - ops["passed"]}/{r["failed"] - ops["failed"]}',
+                 f'{ops["passed"]}/{ops["failed"]}', round(r["seconds"])))
   timing.emit(f"array-api-tests {VERSION}, {selection}: per namespace",
-              ("namespace", "passed", "failed", "skipped", "vs numpy-native", "seconds"),
-              rows, None)
+              ("namespace", "passed", "failed", "skipped", "vs numpy-native",
+               "without operators: passed/failed", "operators (array object): passed/failed",
+               "seconds"), rows, None)
+  adapted = [row for row, _ in TUPLE_SHAPES.values() if row in results]
+  if adapted:
+    print(f"{', '.join(adapted)}: the suite's tools (ndindex, Hypothesis) read tf.TensorShape "
+          "as a tuple (test-side plugin array_api_tensorshape_plugin; TensorFlow and the "
+          "namespace untouched).")
+  print("operators: test ids naming a dunder method (test_add[__add__(x1, x2)]), the array "
+        "type's own operators, which crossgrad never patches.")
   files = sorted({f for r in results.values() for f in r["files"]})
   rows = []
   for f in files:
@@ -165,20 +206,30 @@ def _versions(suite: str) -> dict[str, str]:
 
 def run(suite: str, namespaces: Sequence[str], selections: Sequence[str], *,
         max_examples: int, files: Sequence[str] = (), keyword: str | None = None,
-        timeout_s: int = 1800, json_path: str | None = None) -> dict:
-  """Runs every (selection, namespace); prints the tables; returns (and writes) the results."""
+        timeout_s: int = 1800, tuple_shapes: bool = True, shrink: bool = False,
+        json_path: str | None = None) -> dict:
+  """Runs every (selection, namespace); prints the tables; returns (and writes) the results.
+  With ``tuple_shapes``, a namespace in TUPLE_SHAPES gets a second row run with its plugin."""
   results = {}
   for selection in selections:
     results[selection] = {}
     for namespace in namespaces:
-      print(f"running {namespace} ({selection})...", flush=True)
-      results[selection][namespace] = run_suite(
-          suite, namespace, selection, max_examples=max_examples, files=files,
-          keyword=keyword, timeout_s=timeout_s)
+      rows = [(namespace, ())]
+      if tuple_shapes and namespace in TUPLE_SHAPES:
+        row, plugin = TUPLE_SHAPES[namespace]
+        rows.append((row, (plugin,)))
+      for row, plugins in rows:
+        print(f"running {row} ({selection})...", flush=True)
+        results[selection][row] = run_suite(
+            suite, namespace, selection, max_examples=max_examples, files=files,
+            keyword=keyword, timeout_s=timeout_s, plugins=plugins, shrink=shrink)
     _print(selection, results[selection])
   payload = {"title": f"array-api-tests {VERSION} per namespace",
              "settings": {"max_examples": max_examples, "files": list(files),
-                          "keyword": keyword, "selections": SELECTIONS},
+                          "keyword": keyword, "selections": SELECTIONS,
+                          "tuple_shapes": {row: plugin for row, plugin in TUPLE_SHAPES.values()}
+                                          if tuple_shapes else {},
+                          "operators": OPERATOR.pattern, "shrink": shrink},
              "versions": _versions(suite),
              "results": results}
   if json_path:
@@ -194,7 +245,7 @@ def main(argv: Sequence[str]):
                          f"{list(SELECTIONS)}")
   run(FLAGS.suite, FLAGS.namespaces, FLAGS.selections, max_examples=FLAGS.max_examples,
       files=FLAGS.files, keyword=FLAGS.keyword, timeout_s=FLAGS.timeout_s,
-      json_path=FLAGS.json)
+      tuple_shapes=FLAGS.tuple_shapes, shrink=FLAGS.shrink, json_path=FLAGS.json)
 
 
 if __name__ == "__main__":

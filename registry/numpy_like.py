@@ -1,4 +1,5 @@
-"""crossgrad's extensions written once for the libraries with NumPy's API (NumPy, jax.numpy).
+"""crossgrad's extensions written once for the libraries with NumPy's API (NumPy, jax.numpy),
+and the standard's ``finfo`` object, which both libraries give with NumPy scalars.
 
 Each function takes the array module first; backends bind it. Nothing here imports a
 framework.
@@ -6,7 +7,8 @@ framework.
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Callable
 
 from crossgrad.registry import broadcasting, namespace
 
@@ -27,3 +29,22 @@ def take(np_like: Any, backend: str, x, indices, /, *, axis=None):
   picked = np_like.take(x, np_like.where(valid, indices, 0), axis=axis, mode="clip")
   mask = np_like.reshape(valid, (1,) * axis + valid.shape + (1,) * (x.ndim - axis - 1))
   return np_like.where(mask, picked, np_like.zeros((), x.dtype))
+
+
+@dataclasses.dataclass(frozen=True)
+class FInfo:
+  """The standard's ``finfo`` object: Python numbers and the real floating-point dtype."""
+
+  bits: int
+  eps: float
+  max: float
+  min: float
+  smallest_normal: float
+  dtype: Any
+
+
+def finfo(library_finfo: Callable[[Any], Any], type_, /) -> FInfo:
+  """``library_finfo(type_)`` (NumPy's or JAX's ``finfo``) as the standard's object."""
+  info = library_finfo(type_)
+  return FInfo(int(info.bits), float(info.eps), float(info.max), float(info.min),
+               float(info.smallest_normal), info.dtype)

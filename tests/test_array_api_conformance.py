@@ -22,8 +22,12 @@ pytestmark = pytest.mark.skipif(
 
 
 def _run(namespace):
+  """The subset; tensorflow with shapes read as tuples by the suite's tools (its measured row:
+  tf.Tensor.shape is a TensorShape, which ndindex refuses in test_broadcast_to)."""
+  adapted = conformance.TUPLE_SHAPES.get(namespace)
+  plugins = adapted[1:] if adapted else ()
   return conformance.run_suite(SUITE, namespace, "functions", max_examples=3, files=FILES,
-                               timeout_s=900)
+                               timeout_s=900, plugins=plugins)
 
 
 @pytest.fixture(name="native", scope="module")

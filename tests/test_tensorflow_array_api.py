@@ -156,6 +156,20 @@ def test_unary_complex(mode, name):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["log", "log2", "log10", "log1p"])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_logarithms_far_from_and_near_one(mode, name, dtype):
+  """TF's own complex log returns NaN real parts for tiny and huge magnitudes."""
+  tiny, huge = (1e-30, 1e30) if dtype == np.complex64 else (1e-253, 1e200)
+  z = np.array([-tiny * 1j, tiny * (1 - 1j), huge * (1 + 1j), 3 * tiny + 0j, 1 + 1e-4j,
+                0.6 - 0.8j, -2.0 + 0.5j, 0j, -0.0 + 0j, complex(-inf, 1.0),
+                complex(inf, nan)], dtype)
+  rtol = 2e-6 if dtype == np.complex64 else 1e-12
+  parts = lambda m, y: (m.real(y), m.imag(y))  # allclose compares complex infinities exactly.
+  _check(mode, lambda m, a: parts(m, getattr(m, name)(a)), z, rtol=rtol, atol=1e-15)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_division_follows_python(mode):
   a = np.array([-7.5, 7.5, -7.5, 7.5, 1.0, 5.0, -0.0, 3.0], np.float64)
   b = np.array([2.0, -2.0, -2.0, 2.0, 0.1, inf, 4.0, -inf], np.float64)
@@ -287,6 +301,21 @@ def test_manipulation(mode):
   _check(mode, lambda m, a: m.unstack(a, axis=1), _I)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_functions_the_conformance_suite_checks_with_operators(mode):
+  """Mixed dtypes, int8 repeats, 11 dimensions: the namespace is right where array-api-tests
+  fails TF on tf.Tensor's operators and indexing (see docs/array-api.md)."""
+  i8, i16, u8 = (np.array([5, -14, 0], np.int8), np.array([-3, 2, 7], np.int16),
+                 np.array([5, 14, 0], np.uint8))
+  _check(mode, lambda m, a, b: m.concat([a, b]), i8, np.array([300], np.int64))
+  _check(mode, lambda m, a, b: m.stack([a, b], axis=1), i8, i16)
+  _check(mode, lambda m, a, b: m.where(a > 0, a, b), i8, i16)
+  _check(mode, lambda m, a, b: m.linalg.cross(a, b), u8, i16)  # int16: [98, -35, 52].
+  _check(mode, lambda m, a, b: m.linalg.outer(a, b), np.array([3, 0, 9], np.uint16), u8)
+  _check(mode, lambda m, a: m.repeat(a, 3), i8)
+  _check(mode, lambda m, a: m.reshape(a, (1, 1, 1, 1, 3, 1, 1, 1, 1, 1, -1)), u8)
+
+
 def test_manipulation_errors_and_data_dependent_repeat():
   with pytest.raises(ValueError):
     xp.squeeze(tf.zeros([2, 3]), axis=0)
@@ -294,6 +323,8 @@ def test_manipulation_errors_and_data_dependent_repeat():
     xp.expand_dims(tf.zeros([2]), axis=3)
   got = xp.repeat(tf.constant([1, 2, 3], tf.uint16), tf.constant([0, 2, 1]))  # uint16: no TF
   np.testing.assert_array_equal(got, [2, 2, 3])  # kernel; done on an int16 view.
+  got = xp.repeat(tf.constant([1.5, -2.0]), tf.constant([2, 3], tf.int8))  # int8 repeats.
+  np.testing.assert_array_equal(got, [1.5, 1.5, -2.0, -2.0, -2.0])
 
 
 # Searching, sorting, sets. -------------------------------------------------------------------
