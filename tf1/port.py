@@ -292,6 +292,8 @@ def _unsupported_modes(kind: str, grad: Callable[..., Any]) -> dict[str, str]:
                               "cannot compile"
   if kind == "numpy" or host_grad:
     modes["tensorflow:vectorized_map"] = "tf.numpy_function has no vectorization (pfor) rule"
+    for mode in ("jax:export", "tensorflow:jax2tf"):
+      modes[mode] = "jax.export cannot serialise host callbacks (the NumPy code)"
   # Forward mode transposes the backward, which needs it linear in the upstream gradient;
   # legacy gradients often are not (guided backprop branches on it, the seeds' cube
   # ignores it), so ports stay reverse mode only (in JAX a jax.custom_vjp).
