@@ -38,7 +38,8 @@ PENDING = ()
 # (given its checkout); docs_tables writes docs/benchmarks.md from run_all's JSON.
 TOOLS = ("array_api_conformance", "docs_tables")
 # Modules the benchmarks import; not binaries.
-LIBRARIES = ("handwritten", "hlo", "sparse_layer", "sparse_loops", "timing")
+LIBRARIES = ("array_api_no_shrink_plugin", "array_api_tensorshape_plugin", "handwritten", "hlo",
+             "sparse_layer", "sparse_loops", "timing")
 
 
 def _headlines(results: dict) -> dict:
