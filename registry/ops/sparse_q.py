@@ -25,7 +25,7 @@ from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.op_registry import register
 from crossgrad.registry.opdef import OpDef
 
-_INTEGER = ("int32", "int64")
+INTEGER = ("int32", "int64")
 
 
 def _forward(xp, M, ground_state, h_out, dst):
@@ -55,8 +55,9 @@ def _backward(xp, residuals, g):
   return d_m, d_ground, None, None
 
 
-def _check_inputs(specs):
-  m, ground, h_out, dst = (specs[k] for k in ("M", "ground_state", "h_out", "dst"))
+def check_sites_and_ground_state(m, ground):
+  """Checks M (active sites x channels) and ground_state (one value per channel); returns
+  the number of rows of M (None if unknown). Shared with submanifold_q."""
   if m.shape is not None and len(m.shape) != 2:
     raise CrossgradError("M must be a matrix of active-site values", argument="input 'M'",
                          expected="float[a, n_in]", actual=str(m))
@@ -67,15 +68,25 @@ def _check_inputs(specs):
     raise CrossgradError("ground_state needs one value per channel of M",
                          argument="input 'ground_state'", expected=f"{m.dtype}[{n_in}]",
                          actual=str(ground))
-  if h_out.dtype not in _INTEGER or (h_out.shape is not None and (
+  return None if m.shape is None else m.shape[0]
+
+
+def check_site_table(table, name: str, a, problem: str):
+  """Checks an integer rulebook table with f*f entries for each of the ``a`` rows of M."""
+  if table.dtype not in INTEGER or (table.shape is not None and (
+      len(table.shape) != 2 or None not in (a, table.shape[0]) and table.shape[0] != a)):
+    raise CrossgradError(problem, argument=f"input '{name}'", expected=f"int32[{a}, f*f]",
+                         actual=str(table))
+
+
+def _check_inputs(specs):
+  m, ground, h_out, dst = (specs[k] for k in ("M", "ground_state", "h_out", "dst"))
+  a = check_sites_and_ground_state(m, ground)
+  if h_out.dtype not in INTEGER or (h_out.shape is not None and (
       len(h_out.shape) != 2 or h_out.shape[1] not in (None, 2))):
     raise CrossgradError("h_out must list the output sites", argument="input 'h_out'",
                          expected="int32[rows, 2]", actual=str(h_out))
-  a = None if m.shape is None else m.shape[0]
-  if dst.dtype not in _INTEGER or (dst.shape is not None and (
-      len(dst.shape) != 2 or None not in (a, dst.shape[0]) and dst.shape[0] != a)):
-    raise CrossgradError("dst needs one row of Q entries per row of M",
-                         argument="input 'dst'", expected=f"int32[{a}, f*f]", actual=str(dst))
+  check_site_table(dst, "dst", a, "dst needs one row of Q entries per row of M")
 
 
 def _sample(rng):

@@ -24,8 +24,8 @@ from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.op_registry import register
 from crossgrad.registry.opdef import OpDef
+from crossgrad.registry.ops import sparse_q
 
-_INTEGER = ("int32", "int64")
 
 
 def _check_symmetric(xp, src, a: int):
@@ -65,8 +65,8 @@ def _backward(xp, residuals, g):
   mirrored = xp.asarray(np.arange(kk - 1, -1, -1, dtype=np.int32).reshape(1, kk))
   entry = xp.where(xp.logical_and(src >= 0, src < a), src * kk + mirrored, -1)
   picked = xp.reshape(xp.take(by_entry, xp.reshape(entry, (a * kk,)), axis=0), (a, kk, -1))
-  # A plain sum: on CPU it beat a batched product with ones (sparse_q's choice) 2-4x
-  # under TF's XLA and lost at most 1.4x under JAX's.
+  # A plain sum: on CPU it beat a batched product with ones 2-4x under TF's XLA and lost
+  # at most 1.4x under JAX's (sparse_q sums likewise).
   d_m = xp.sum(picked, axis=1)
   d_ground = xp.reshape(xp.matmul(xp.reshape(ground, (1, a * kk)), by_entry), (-1,))
   return d_m, d_ground, None
@@ -74,21 +74,8 @@ def _backward(xp, residuals, g):
 
 def _check_inputs(specs):
   m, ground, src = (specs[k] for k in ("M", "ground_state", "src"))
-  if m.shape is not None and len(m.shape) != 2:
-    raise CrossgradError("M must be a matrix of active-site values", argument="input 'M'",
-                         expected="float[a, n_in]", actual=str(m))
-  n_in = None if m.shape is None else m.shape[1]
-  if ground.dtype != m.dtype or (ground.shape is not None and (
-      len(ground.shape) != 1 or None not in (n_in, ground.shape[0])
-      and ground.shape[0] != n_in)):
-    raise CrossgradError("ground_state needs one value per channel of M",
-                         argument="input 'ground_state'", expected=f"{m.dtype}[{n_in}]",
-                         actual=str(ground))
-  a = None if m.shape is None else m.shape[0]
-  if src.dtype not in _INTEGER or (src.shape is not None and (
-      len(src.shape) != 2 or None not in (a, src.shape[0]) and src.shape[0] != a)):
-    raise CrossgradError("src needs one row of f*f input rows per row of M",
-                         argument="input 'src'", expected=f"int32[{a}, f*f]", actual=str(src))
+  a = sparse_q.check_sites_and_ground_state(m, ground)
+  sparse_q.check_site_table(src, "src", a, "src needs one row of f*f input rows per row of M")
 
 
 def _sample(rng):
