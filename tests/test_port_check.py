@@ -1,8 +1,6 @@
 """crossgrad.port_check: the ported op in TF2 and JAX against the tf.compat.v1 graph, on
 legacy modules as projects write them (tests/testdata/legacy_*.py)."""
 
-import importlib.util
-import pathlib
 import subprocess
 import sys
 
@@ -12,7 +10,7 @@ import pytest
 import crossgrad as cg
 from crossgrad import port_check
 
-TESTDATA = pathlib.Path(__file__).parent / "testdata"
+import legacy_programs
 
 
 def _run(*args):
@@ -20,20 +18,11 @@ def _run(*args):
                         capture_output=True, text=True, check=False, timeout=180)
 
 
-def _load(name):
-  key = f"crossgrad_fixture_{name}"
-  if key not in sys.modules:
-    spec = importlib.util.spec_from_file_location(key, TESTDATA / f"{name}.py")
-    sys.modules[key] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sys.modules[key])
-  return sys.modules[key]
-
-
-CASES = _load("legacy_port_check")
+CASES = legacy_programs.load("legacy_port_check")
 
 
 def test_compare_covers_every_run_and_agrees_with_the_graph():
-  add = _load("legacy_add")
+  add = legacy_programs.load("legacy_add")
   rng = np.random.default_rng(0)
   inputs = [rng.standard_normal((3, 2)).astype(np.float32) for _ in range(3)]
   cotangent = rng.standard_normal((3, 2)).astype(np.float32)
@@ -43,7 +32,7 @@ def test_compare_covers_every_run_and_agrees_with_the_graph():
 
 
 def test_planted_divergence_is_reported():
-  diverging = _load("legacy_diverging")
+  diverging = legacy_programs.load("legacy_diverging")
   x = np.linspace(1.0, 2.0, 6).astype(np.float64)
   rows = port_check.compare(diverging.forward, diverging.grad_graph_only, [x], [np.ones_like(x)])
   grads = [r for r in rows if r["check"] == "grad"]
@@ -94,7 +83,7 @@ def test_inputs_from_dtypes_ranges_and_a_sample():
 
 
 def test_integer_inputs_get_no_gradient():
-  lookup = _load("legacy_int_inputs")
+  lookup = legacy_programs.load("legacy_int_inputs")
   rng = np.random.default_rng(1)
   params = rng.standard_normal((5, 3)).astype(np.float32)
   ids = np.array([1, 4, 4, 0], np.int32)
@@ -122,7 +111,7 @@ def test_stochastic_code_under_a_seed_or_a_tolerance():
 
 
 def test_command_line_passes_on_the_seed_add_without_deprecation_notices():
-  result = _run(f"--module={TESTDATA / 'legacy_add.py'}", "--forward=forward_func",
+  result = _run(f"--module={legacy_programs.TESTDATA / 'legacy_add.py'}", "--forward=forward_func",
                 "--grad=backprop_func", "--shapes=2,3:2,3:2,3")
   assert result.returncode == 0, result.stdout + result.stderr
   assert "8 comparisons with the tf.compat.v1 graph, 0 failing" in result.stdout
@@ -130,7 +119,7 @@ def test_command_line_passes_on_the_seed_add_without_deprecation_notices():
 
 
 def test_command_line_takes_int_inputs():
-  result = _run(f"--module={TESTDATA / 'legacy_int_inputs.py'}", "--forward=lookup",
+  result = _run(f"--module={legacy_programs.TESTDATA / 'legacy_int_inputs.py'}", "--forward=lookup",
                 "--grad=lookup_grad", "--shapes=5,3:4", "--dtypes=float32,int32",
                 "--ranges=-1,1:0,5", "--output_shapes=4,3")
   assert result.returncode == 0, result.stdout + result.stderr
@@ -138,7 +127,7 @@ def test_command_line_takes_int_inputs():
 
 
 def test_command_line_exits_1_on_a_gradient_mismatch_only():
-  result = _run(f"--module={TESTDATA / 'legacy_diverging.py'}", "--forward=forward",
+  result = _run(f"--module={legacy_programs.TESTDATA / 'legacy_diverging.py'}", "--forward=forward",
                 "--grad=grad_graph_only", "--dtype=float64")
   assert result.returncode == 1, result.stdout + result.stderr
   assert "4 failing" in result.stdout and "FAIL" in result.stdout
@@ -150,7 +139,7 @@ def test_command_line_exits_1_on_a_gradient_mismatch_only():
     (["--forward=forward_func", "--grad=backprop_func", "--num_outputs=x"], "num_outputs"),
 ])
 def test_command_line_exits_2_on_argument_problems(args, message):
-  result = _run(f"--module={TESTDATA / 'legacy_add.py'}", *args)
+  result = _run(f"--module={legacy_programs.TESTDATA / 'legacy_add.py'}", *args)
   assert result.returncode == 2, result.stdout + result.stderr
   assert message in result.stderr and "Traceback" not in result.stderr, result.stderr
 

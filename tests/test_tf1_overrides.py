@@ -1,9 +1,6 @@
 """crossgrad.tf1.override_map and op-type ports against TF1 programs written the legacy way
 (tests/testdata/legacy_*.py), run in tf.compat.v1 graphs with tf.gradients (the oracle)."""
 
-import importlib.util
-import pathlib
-import sys
 import threading
 
 import jax
@@ -16,42 +13,20 @@ import crossgrad as cg
 from crossgrad import scan
 from crossgrad import tf1
 
-TESTDATA = pathlib.Path(__file__).parent / "testdata"
+import legacy_programs
+
 MODES = ("eager", "function", "jit")
-
-
-def _load(name):
-  """Each fixture once per process (they register gradients under fixed names)."""
-  key = f"crossgrad_fixture_{name}"
-  if key not in sys.modules:
-    spec = importlib.util.spec_from_file_location(key, TESTDATA / f"{name}.py")
-    sys.modules[key] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sys.modules[key])
-  return sys.modules[key]
-
-
-BINARIZED = _load("legacy_binarized")
-DOREFA = _load("legacy_dorefa")
-STE = _load("legacy_ste_ops")
-GUIDED = _load("legacy_guided_backprop")
-FLIP = _load("legacy_flip_gradient")
-DEFUN = _load("legacy_defun")
+BINARIZED = legacy_programs.load("legacy_binarized")
+DOREFA = legacy_programs.load("legacy_dorefa")
+STE = legacy_programs.load("legacy_ste_ops")
+GUIDED = legacy_programs.load("legacy_guided_backprop")
+FLIP = legacy_programs.load("legacy_flip_gradient")
+DEFUN = legacy_programs.load("legacy_defun")
 
 
 def _arrays(seed, *shapes, dtype=np.float32):
   rng = np.random.default_rng(seed)
   return [(rng.standard_normal(s) * 1.5).astype(dtype) for s in shapes]
-
-
-def tf1_vjp(build, inputs, cotangent):
-  """The legacy program in a tf.compat.v1 graph: its output and tf.gradients."""
-  graph = tf.Graph()
-  with graph.as_default():
-    xs = [tf.compat.v1.placeholder(x.dtype, x.shape) for x in inputs]
-    y = build(*xs)
-    grads = tf.gradients(y, xs, grad_ys=tf.constant(cotangent))
-    with tf.compat.v1.Session(graph=graph) as session:
-      return session.run((y, grads), dict(zip(xs, inputs)))
 
 
 def tf2_vjp(build, inputs, cotangent, mode):
@@ -106,12 +81,12 @@ def dorefa(bitW, bitA):
 @pytest.mark.parametrize("mode", MODES)
 def test_binarized_net(mode):
   x, w, g = _arrays(0, (3, 5), (5, 4), (3, 4))
-  oracle = tf1_vjp(BINARIZED.binary_dense, [x, w], g)
+  oracle = legacy_programs.graph_vjp(BINARIZED.binary_dense, [x, w], g)
   # Sign passes the gradient straight through: d/dx = g sign(w)^T.
   np.testing.assert_allclose(oracle[1][0], g @ np.sign(w).T, rtol=1e-6)
   assert_same(tf2_vjp(binary_dense, [x, w], g, mode), oracle)
   # In a tf.compat.v1 graph too, as a drop-in for graph.gradient_override_map.
-  assert_same(tf1_vjp(binary_dense, [x, w], g), oracle)
+  assert_same(legacy_programs.graph_vjp(binary_dense, [x, w], g), oracle)
 
 
 def test_binarized_weights_as_variables():
@@ -134,11 +109,11 @@ def test_dorefa_quantizers(mode, bits):
   legacy_fw = lambda v: DOREFA.get_dorefa(*bits)[0](v)  # noqa: E731 (the graph must exist)
   legacy_fa = lambda v: DOREFA.get_dorefa(*bits)[1](v)  # noqa: E731
   fw, fa = dorefa(*bits)
-  oracle_w = tf1_vjp(legacy_fw, [x], g)
+  oracle_w = legacy_programs.graph_vjp(legacy_fw, [x], g)
   if bits[0] == 1:  # Mul -> Add, Sign -> Identity, RealDiv by E: the gradient is g / E.
     np.testing.assert_allclose(oracle_w[1][0], g / np.mean(np.abs(x)), rtol=1e-6)
   assert_same(tf2_vjp(fw, [x], g, mode), oracle_w)
-  assert_same(tf2_vjp(fa, [np.abs(x) / 3], g, mode), tf1_vjp(legacy_fa, [np.abs(x) / 3], g))
+  assert_same(tf2_vjp(fa, [np.abs(x) / 3], g, mode), legacy_programs.graph_vjp(legacy_fa, [np.abs(x) / 3], g))
 
 
 # Bodies call TF by attribute inside the scope, as the legacy code does (a function object
@@ -162,7 +137,7 @@ def test_straight_through_programs(name, mode):
   legacy = getattr(STE, name)
   n = len(tf1.OP_TYPES[next(iter(mapping))].inputs)
   inputs, g = _arrays(2, *[(3, 4)] * n), _arrays(3, (3, 4))[0]
-  oracle = tf1_vjp(legacy, inputs, g)
+  oracle = legacy_programs.graph_vjp(legacy, inputs, g)
   assert not np.allclose(oracle[1][0], 0)  # The override is in force in the oracle.
 
   def migrated(*xs):
@@ -189,7 +164,7 @@ def test_add_covers_tf2s_addv2():
 @pytest.mark.parametrize("mode", MODES)
 def test_gradient_reversal_and_clip_identity(mode):
   x, g = _arrays(5, (3, 4), (3, 4))
-  flip_oracle = tf1_vjp(lambda v: FLIP.flip_gradient(v, l=0.7), [x], g)
+  flip_oracle = legacy_programs.graph_vjp(lambda v: FLIP.flip_gradient(v, l=0.7), [x], g)
   np.testing.assert_allclose(flip_oracle[1][0], -0.7 * g, rtol=1e-6)
 
   def flip(v, l=0.7):
@@ -202,7 +177,7 @@ def test_gradient_reversal_and_clip_identity(mode):
     with tf1.override_map({"Identity": "ClipGradient"}):
       return tf.identity(v)
 
-  assert_same(tf2_vjp(clip, [x], g, mode), tf1_vjp(FLIP.clip_gradient, [x], g))
+  assert_same(tf2_vjp(clip, [x], g, mode), legacy_programs.graph_vjp(FLIP.clip_gradient, [x], g))
 
 
 def _guided_relu_grad(op, grad):
@@ -356,12 +331,12 @@ def test_ported_overrides_match_the_tf1_programs_in_jax():
   sign = cg.jax.get(tf1.port("tf1_test_binarize", "Sign", "Identity", register=False))
   _, vjp = jax.vjp(jax.jit(lambda a, b: sign(a) @ sign(b)), x, w)
   got = vjp(g)
-  for a, b in zip(got, tf1_vjp(BINARIZED.binary_dense, [x, w], g)[1]):
+  for a, b in zip(got, legacy_programs.graph_vjp(BINARIZED.binary_dense, [x, w], g)[1]):
     np.testing.assert_allclose(a, b, rtol=1e-6)
   reverse = cg.jax.get(tf1.port("tf1_test_flip", "Identity",
                                 lambda op, grad: [tf.negative(grad) * 0.7], register=False))
   got = jax.jit(jax.grad(lambda v: (reverse(v) * g[:, :4]).sum()))(x[:, :4])
-  np.testing.assert_allclose(got, tf1_vjp(lambda v: FLIP.flip_gradient(v, l=0.7),
+  np.testing.assert_allclose(got, legacy_programs.graph_vjp(lambda v: FLIP.flip_gradient(v, l=0.7),
                                           [x[:, :4]], g[:, :4])[1][0], rtol=1e-6)
 
 
@@ -388,17 +363,17 @@ def test_guided_relu_port_vmaps_and_differentiates_twice():
 @pytest.mark.parametrize("mode", MODES)
 def test_defun_drop_in(mode):
   x, s, g = _arrays(11, (4, 3), (4, 3), (4, 3))
-  oracle = tf1_vjp(DEFUN.binarize_ste, [x], g)
+  oracle = legacy_programs.graph_vjp(DEFUN.binarize_ste, [x], g)
   np.testing.assert_allclose(oracle[1][0], g * (np.abs(x) <= 1))
   # The migration: `function.Defun` becomes `crossgrad.tf1.Defun`, nothing else changes.
   binarize = tf1.Defun(tf.float32, python_grad_func=DEFUN.binarize_ste._python_grad_func)(
       DEFUN.binarize_ste._func)
   assert_same(tf2_vjp(binarize, [x], g, mode), oracle)
-  assert_same(tf1_vjp(binarize, [x], g), oracle)  # And in a tf.compat.v1 graph.
+  assert_same(legacy_programs.graph_vjp(binarize, [x], g), oracle)  # And in a tf.compat.v1 graph.
   square = tf1.Defun(tf.float32, tf.float32,
                      python_grad_func=DEFUN.scaled_square._python_grad_func)(
                          DEFUN.scaled_square._func)
-  oracle = tf1_vjp(lambda a, b: DEFUN.scaled_square(a, b), [x, s], g)
+  oracle = legacy_programs.graph_vjp(lambda a, b: DEFUN.scaled_square(a, b), [x, s], g)
   assert_same(tf2_vjp(square, [x, s], g, mode), oracle)
 
 
