@@ -278,13 +278,18 @@ def _kind(name, forward, grad, framework):
   return framework, forward, grad
 
 
+def _calls_host(grad: Callable[..., Any]) -> bool:
+  """Whether the legacy gradient calls NumPy on the host (py_func and its kin)."""
+  return bool(_names_used(grad) & HOST_NAMES)
+
+
 def _unsupported_modes(kind: str, grad: Callable[..., Any]) -> dict[str, str]:
   # Ports reach NumPy and TF code (forwards, translated gradients) through TF and JAX
   # host calls and jax2tf; the torch backend has no such bridge yet.
   modes = {f"torch:{mode}": "TF1 ports run legacy code through TF and JAX (host calls, "
                             "jax2tf), which the torch backend does not bridge yet"
            for mode in ("eager", "compile", "vmap")}
-  host_grad = bool(_names_used(grad) & HOST_NAMES)
+  host_grad = _calls_host(grad)
   if kind == "numpy":
     modes["tensorflow:jit"] = _NUMPY_XLA
   elif host_grad:
@@ -306,7 +311,7 @@ def _unsupported_modes(kind: str, grad: Callable[..., Any]) -> dict[str, str]:
 def _not_differentiable(kind: str, grad: Callable[..., Any], jax_backward: str) -> str | None:
   if kind == "numpy":
     return "its residuals come from a NumPy forward run on the host"
-  if _names_used(grad) & HOST_NAMES or jax_backward in ("call_tf", "callback"):
+  if _calls_host(grad) or jax_backward in ("call_tf", "callback"):
     return "the gradient runs outside the framework (py_func, host callback or call_tf)"
   return None
 
