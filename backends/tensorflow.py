@@ -66,11 +66,23 @@ def _segment(reduce):
   return segment
 
 
+def _segment_min_propagating_nan(data, segment_ids, num_segments):
+  """tf.math.unsorted_segment_min, but a NaN in a segment makes its minimum NaN, as in
+  NumPy, JAX and torch (TF keeps or drops it by order eagerly, and drops it under XLA)."""
+  data = tf.convert_to_tensor(data)
+  out = tf.math.unsorted_segment_min(data, segment_ids, num_segments)
+  if not data.dtype.is_floating:
+    return out
+  nans = tf.math.unsorted_segment_sum(tf.cast(tf.math.is_nan(data), data.dtype), segment_ids,
+                                      num_segments)
+  return tf.where(nans > 0, tf.constant(float("nan"), data.dtype), out)
+
+
 xp = Namespace(NAME, tensorflow_array_api, extensions={
     "take": _take,
     "segment_sum": _segment(tf.math.unsorted_segment_sum),
     # Empty segments hold the dtype's largest value, as documented.
-    "segment_min": _segment(tf.math.unsorted_segment_min),
+    "segment_min": _segment(_segment_min_propagating_nan),
     "one_hot": lambda x, num_classes, /, *, dtype: tf.one_hot(x, num_classes, dtype=dtype),
     "unbroadcast": _unbroadcast,
 })
@@ -178,7 +190,9 @@ def _run_on(device: str, mode: str, arrays: Any, run: Callable[..., Any], op: Op
   with tf.device("/device:" + device.upper()), scope:
     tensors = tf.nest.map_structure(lambda a: None if a is None else tf.constant(a), arrays)
     out = call(*tensors)
-  return tf.nest.map_structure(lambda t: None if t is None else t.numpy(), out)
+  # A tangent or gradient may come as tf.IndexedSlices (of a gather): densified.
+  return tf.nest.map_structure(
+      lambda t: None if t is None else tf.convert_to_tensor(t).numpy(), out)
 
 
 def _vjp(fn: Callable[..., Any], diff: Sequence[int], args: Sequence[Any],

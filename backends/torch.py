@@ -28,7 +28,7 @@ import torch
 from torch.autograd import forward_ad
 from torch.utils import _pytree as pytree
 
-from crossgrad.backends import base, op_core
+from crossgrad.backends import base, op_core, torch_array_api
 from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import EXTENSIONS, Namespace
@@ -222,9 +222,13 @@ def _numpy_as_tensors(fn):
 
 
 def _standard() -> types.SimpleNamespace:
-  """The standard's names for torch: array_api_compat's, taking NumPy arrays too."""
-  names = {name: _numpy_as_tensors(getattr(compat, name)) if callable(getattr(compat, name))
-           else getattr(compat, name) for name in STANDARD if name not in _OWN}
+  """The standard's names for torch: array_api_compat's (but for crossgrad's fixes in
+  `torch_array_api`), taking NumPy arrays too."""
+  found = {name: torch_array_api.FIXES[name] if name in torch_array_api.FIXES
+           else getattr(compat, name)
+           for name in STANDARD if name not in _OWN}
+  names = {name: _numpy_as_tensors(value) if callable(value) else value
+           for name, value in found.items()}
   return types.SimpleNamespace(**names, linalg=compat.linalg)
 
 
