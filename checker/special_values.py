@@ -29,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from crossgrad.checker import compare
-from crossgrad.checker.report import Row
+from crossgrad.checker.report import Check, Row, RowContext
 from crossgrad.registry import validation
 from crossgrad.registry.opdef import SPECIAL_DIFFERENCES, OpDef
 
@@ -131,20 +131,20 @@ def _declared(op: OpDef, kind: str) -> str:
   return f"declared difference: {SPECIAL_DIFFERENCES[kind]} ({op.special_differences[kind]})"
 
 
-def row(op: OpDef, params: dict, label: str, module: Any, device: str, dtype: str, mode: str,
-        case: Case, tolerance: float, bitwise: bool) -> Row:
+def row(op: OpDef, params: dict, context: RowContext, module: Any, case: Case,
+        tolerance: float, bitwise: bool) -> Row:
   """Runs ``module`` on the special inputs and compares everything with the reference."""
   start = time.perf_counter()
   try:
     outputs, cotangents = module.evaluate(op, params, case.inputs, case.cotangent,
-                                          device=device, mode=mode)
+                                          device=context.device, mode=context.mode)
   except Exception as e:  # pylint: disable=broad-except
     text = str(e).strip().splitlines()
     raised = f"{type(e).__name__}: {text[0] if text else ''}"
     declared = "raises" in op.special_differences
-    return Row(op.name, label, module.NAME, device, dtype, mode, "special", None, tolerance,
-               declared, (f"{_declared(op, 'raises')}; {raised}" if declared else raised)[:300],
-               time.perf_counter() - start)
+    return context.row(Check.SPECIAL, None, tolerance, declared,
+                       (f"{_declared(op, 'raises')}; {raised}" if declared else raised)[:300],
+                       time.perf_counter() - start)
   actual = [*outputs, *cotangents]
   relaxations = [compare.FTZ]
   for kind, transform in (("signed_zero", compare.unsigned_zeros),
@@ -161,5 +161,5 @@ def row(op: OpDef, params: dict, label: str, module: Any, device: str, dtype: st
           alternative, ulps=result.ulps,
           note=f"{what}; strictly {result.note.split(': ', 1)[1]}")
       break
-  return Row(op.name, label, module.NAME, device, dtype, mode, "special", result.error,
-             tolerance, result.ok, result.note, time.perf_counter() - start, result.ulps)
+  return context.row(Check.SPECIAL, result.error, tolerance, result.ok, result.note,
+                     time.perf_counter() - start, result.ulps)
