@@ -196,7 +196,7 @@ def cross_check(
     progress: Callable[[str], None] | None = None,
     inputs: Sequence[np.ndarray] | None = None,
     tolerance: str | float | None = None,
-    special: bool = True,
+    special: bool | str = True,
 ) -> Report:
   """Cross-checks ops (names or `OpDef`s; default: every registered op).
 
@@ -224,7 +224,10 @@ def cross_check(
       `compare.TOLERANCE`), a number, or "bitwise": identical bits across backends,
       modes and devices (NaN matches NaN); a row then names the first element that
       differs.
-    special: also compare every setting on special values (``special`` rows).
+    special: compare every setting on special values too (``special`` rows): True or
+      "advisory" (default: differences only at special elements, or a framework raising
+      there, are advisory rows that pass; `special_values`), "strict" (they fail), False
+      or "off" (no special rows).
 
   Returns:
     A `Report`; ``report.ok`` is True only if every row passed and one checked something.
@@ -240,6 +243,7 @@ def cross_check(
   modules = selection.backends(backends)
   selection.check(opdefs, modules, dtypes, devices, modes)
   tolerance = compare.check_tolerance(tolerance)
+  special = special_values.policy(special)
   say = progress or (lambda _: None)
   rows: list[Row] = []
   for index, op in enumerate(opdefs, 1):
@@ -287,12 +291,15 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
   bitwise = tolerance == compare.BITWISE
   tolerance = compare.tolerance_for(dtype, tolerance)
   case = None
+  strict = special == "strict"
   if special and modules:
     try:
       case = special_values.prepare(op, params, inputs, dtype, reference, seed)
     except Exception as e:  # pylint: disable=broad-except
-      rows.append(numpy_context.row(Check.SPECIAL, note="reference on special values: "
-                                    + _first_line(e)))
+      rows.append(numpy_context.row(
+          Check.SPECIAL, ok=not strict, note=("" if strict else "advisory: ")
+          + "reference on special values: " + _first_line(e),
+          advisory="" if strict else "reference raises"))
   higher = higher_order.Case(op, params, label, dtype, list(inputs), list(cotangent),
                              tolerance, _comparer(tolerance, bitwise), seed)
   output_names = [f"output {i}" for i in range(len(ref_outputs))]
@@ -340,7 +347,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
         if case is not None and mode not in getattr(module, "EXTRA_MODES", ()):
           # Export round trips are compared with eager (``round_trip``), which has these.
           rows.append(special_values.row(op, params, context, module, case, tolerance,
-                                         bitwise))
+                                         bitwise, strict))
         if hasattr(module, "evaluate_higher_order"):  # Else skipped rows say why.
           say(f"  {op.name} {label} {dtype} {name} {device} {mode}: jvp, second order")
         rows.extend(higher_order.mode_rows(higher, name, module, device, mode, eager,

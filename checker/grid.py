@@ -121,12 +121,16 @@ def grid_text(g: Grid) -> str:
 
 
 def text_report(report: Report, all_rows: bool = False) -> str:
-  """The grid, the failing rows, every row (with ``all_rows``), the summary line."""
+  """The grid, the failing rows, the advisory ones, every row (with ``all_rows``), the
+  summary line."""
   parts = ["summary (worst error per cell):", grid_text(grid(report.rows)), ""]
   if report.failures:
     parts += ["failing rows:", report.table(failures_only=True, summary=False), ""]
   else:
     parts += ["failing rows: none", ""]
+  if report.advisories:
+    parts += ["advisory rows (divergences at special values; they do not fail the check):",
+              report.table(rows=report.advisories, summary=False), ""]
   if all_rows:
     parts += ["every row:", report.table(summary=False), ""]
   return "\n".join(parts + [report.summary()])

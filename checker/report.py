@@ -166,8 +166,10 @@ class Report:
             f"{declared} with no oracle (declared gradients), {advisory}"
             f"{self.seconds:.1f} s")
 
-  def table(self, failures_only: bool = False, summary: bool = True) -> str:
-    rows = self.failures if failures_only else self.rows
+  def table(self, failures_only: bool = False, summary: bool = True,
+            rows: list[Row] | None = None) -> str:
+    """Aligned text of ``rows`` (default: every row, or the failing ones)."""
+    rows = rows if rows is not None else self.failures if failures_only else self.rows
     cells = [_COLUMNS] + [tuple(_cell(r, c) for c in _COLUMNS) for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(_COLUMNS) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1]
