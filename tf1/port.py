@@ -203,13 +203,14 @@ class _Port:
   def tf_grads(self, inputs, outputs, upstream) -> list[Any]:
     """The legacy grad on TF tensors; zeros for inputs it leaves without a gradient, each
     gradient in its input's dtype."""
-    attrs = {"T": inputs[0].dtype, "SrcT": inputs[0].dtype, "DstT": outputs[0].dtype}
-    op = legacy.LegacyOp(self.name, inputs, outputs, op_type=self.op_type, attrs=attrs)
-    grads = legacy.host_free_under_xla(
-        self.name, f"the gradient {legacy.qualname(self.grad)}", legacy.call_grad, self.grad,
-        op, upstream, self.n_inputs, self.name)
+    def make_op(ins, outs):
+      attrs = {"T": ins[0].dtype, "SrcT": ins[0].dtype, "DstT": outs[0].dtype}
+      return legacy.LegacyOp(self.name, ins, outs, op_type=self.op_type, attrs=attrs)
+
+    grads = legacy.call_grad_in_graph(self.grad, make_op, inputs, outputs, upstream,
+                                      self.name, self.op_type)
     return [None if i in self.nondiff else tf.zeros_like(x) if g is None else
-            tf.cast(g, x.dtype) for i, (x, g) in enumerate(zip(inputs, grads))]
+            tf.cast(legacy.dense(g), x.dtype) for i, (x, g) in enumerate(zip(inputs, grads))]
 
   def _tf_flat(self, *flat):
     n, m = self.n_inputs, self.num_outputs

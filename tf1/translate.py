@@ -11,12 +11,13 @@ a random or stateful op or a py_func, or reads a variable is not translatable:
 
 from __future__ import annotations
 
-import inspect
 import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.eager import context
+from tensorflow.python.eager import execute
 
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.tf1 import legacy
@@ -130,25 +131,22 @@ HANDLERS: dict[str, Callable[..., Any]] = {
 _SHAPE_OPS = ("Shape", "Size", "Rank")
 
 
-def _fold(op: tf.Operation, values: Sequence[np.ndarray]) -> list[np.ndarray]:
-  """Runs ``op`` eagerly on NumPy values (constant folding by TensorFlow itself)."""
-  raw = getattr(tf.raw_ops, op.type)
-  accepted = inspect.signature(raw).parameters
-  kwargs, it = {}, iter(values)
-  for arg in op.op_def.input_arg:
-    if arg.number_attr:
-      kwargs[arg.name] = [next(it) for _ in range(op.get_attr(arg.number_attr))]
-    elif arg.type_list_attr:
-      kwargs[arg.name] = [next(it) for _ in op.get_attr(arg.type_list_attr)]
-    else:
-      kwargs[arg.name] = next(it)
-  for attr in op.op_def.attr:
-    if attr.name in accepted and attr.name not in kwargs:
-      kwargs[attr.name] = op.get_attr(attr.name)
-  with tf.device("/cpu:0"):
-    out = raw(**kwargs)
-  outputs = out if isinstance(out, (list, tuple)) else [out]
-  return [np.asarray(o) for o in outputs]
+def _fold(op: tf.Operation, values: Sequence[np.ndarray]) -> list[np.ndarray] | None:
+  """``op`` itself run eagerly on constant inputs, with its own attributes (constant folding
+  by TensorFlow: no Python argument names to map, each input in its graph dtype); None
+  where TF cannot run it eagerly (function-valued attributes, ...)."""
+  attrs = []
+  for name in op.node_def.attr:
+    if not name.startswith("_"):
+      attrs += [name, op.get_attr(name)]
+  try:
+    with tf.device("/cpu:0"):
+      inputs = [tf.constant(v, dtype=t.dtype) for v, t in zip(values, op.inputs)]
+      out = execute.execute(op.type, len(op.outputs), inputs, tuple(attrs),
+                            context.context())
+  except (tf.errors.OpError, TypeError, ValueError):
+    return None
+  return [np.asarray(o) for o in out]
 
 
 class Program:
@@ -161,7 +159,8 @@ class Program:
   """
 
   def __init__(self, fn: Callable[..., Any], specs: Sequence[tf.TensorSpec]):
-    concrete = tf.function(fn, autograph=False).get_concrete_function(*specs)
+    concrete = tf.function(lambda *a: legacy.dense(fn(*a)), autograph=False
+                           ).get_concrete_function(*specs)
     self.name = getattr(fn, "__name__", repr(fn))
     graph = concrete.graph
     self._inputs = [t.ref() for t in graph.inputs[:len(specs)]]
@@ -202,10 +201,16 @@ class Program:
       self._store(op, [HANDLERS[op.type](np, op, np.zeros(op.inputs[0].shape))])
     elif op.op_def.is_stateful:
       self.missing.append(f"TF op {op.type} ({op.name}) is random or stateful")
-    elif all(t.ref() in self._static for t in op.inputs):
-      self._store(op, _fold(op, [self._static[t.ref()] for t in op.inputs]))
+    elif all(t.ref() in self._static for t in op.inputs) and self._fold(op):
+      return
     elif op.type not in HANDLERS:
       self.missing.append(f"TF op {op.type} ({op.name}) has no xp translation")
+
+  def _fold(self, op) -> bool:
+    values = _fold(op, [self._static[t.ref()] for t in op.inputs])
+    if values is not None:
+      self._store(op, values)
+    return values is not None
 
   def _store(self, op, values):
     for t, v in zip(op.outputs, values):
