@@ -37,6 +37,7 @@ from crossgrad.registry.opdef import OpDef
 NAME = "torch"
 VERSION = torch.__version__
 MODES = ("eager", "compile")
+ARRAY_MODULES = ("torch",)  # torch.Tensor (protocol.Arrays).
 EXTRA_MODES = ()  # No export round trip yet.
 TRANSFORMS = ("vmap",)
 UNSUPPORTED_CHECKS = {
@@ -402,11 +403,12 @@ get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
 _cpu_devices = 1
 
 
-def set_cpu_device_count(count: int) -> None:
+def set_cpu_device_count(count: int) -> int:
   """Names the host CPU ``cpu:0`` ... ``cpu:count-1`` (one torch device, as TF's logical
   CPU devices share one CPU), so cross-device rows run without accelerators."""
   global _cpu_devices
   _cpu_devices = int(count)
+  return _cpu_devices
 
 
 def devices() -> list[str]:
