@@ -194,7 +194,7 @@ STANDARD = (
     "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
     "unique_all", "unique_counts", "unique_inverse", "unique_values", "argsort", "sort",
     "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
-    "all", "any", "diff",
+    "all", "any", "diff", "__array_namespace_info__",
     "e", "inf", "nan", "newaxis", "pi") + tuple(_DTYPES)
 
 
