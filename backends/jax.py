@@ -140,7 +140,7 @@ def _output_tangents(core: op_core.OpCore, outputs, result: op_core.Forward, tan
   op, params, specs = core.op, core.params, result.specs
   outs = validation.as_tuple(outputs)
   single, in_specs, out_specs = specs.single, specs.inputs, specs.outputs
-  floating = [k for k, spec in enumerate(out_specs) if spec.is_floating]
+  floating = [k for k, spec in enumerate(out_specs) if spec.is_inexact]
   moving = [i for i in op.diff_argnums
             if not isinstance(tangents[i], jax.custom_derivatives.SymbolicZero)]
   leaves, tree = jax.tree_util.tree_flatten(result.residuals)
@@ -179,7 +179,7 @@ def _output_tangents(core: op_core.OpCore, outputs, result: op_core.Forward, tan
 
   t_out = iter(jax_linear.apply(transposed, backward, [leaves[k] for k in dynamic],
                                 [tangents[i] for i in moving], key))
-  out_tangents = tuple(next(t_out) if spec.is_floating
+  out_tangents = tuple(next(t_out) if spec.is_inexact
                        else np.zeros(spec.shape, jax.dtypes.float0) for spec in out_specs)
   return out_tangents[0] if single else out_tangents
 

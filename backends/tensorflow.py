@@ -97,7 +97,8 @@ def spec_of(x: Any) -> validation.ArraySpec:
 _CORE = op_core.Adapter(
     NAME, xp, spec_of,
     # Reading variables here lets the tape route their gradients through the op.
-    to_arrays=lambda inputs: [tf.convert_to_tensor(x) for x in inputs])
+    to_arrays=lambda inputs: [tf.convert_to_tensor(x) for x in inputs],
+    conjugate_complex=True)  # TensorFlow's gradients: docs/dtypes.md.
 
 
 def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
@@ -237,7 +238,8 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       with tf.autodiff.ForwardAccumulator(diff_args, [tans[i] for i in diff]) as acc:
         outs = validation.as_tuple(fn(*args))
       out_tangents = [acc.jvp(o, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-                      if o.dtype.is_floating else None for o in outs]
+                      if o.dtype.is_floating or o.dtype.is_complex else None
+                      for o in outs]
     if dirs is not None:
       with tf.GradientTape() as outer:
         outer.watch(diff_args)
