@@ -27,6 +27,7 @@ from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import compare
 from crossgrad.checker import engine
+from crossgrad.checker import flag_help
 from crossgrad.checker import grid
 from crossgrad.checker import html_report
 from crossgrad.checker import quiet
@@ -142,6 +143,7 @@ def _check(argv) -> int:
 
 def run():
   """Console-script entry point (``crossgrad-check``)."""
+  flag_help.list_in_help(__name__)
   app.run(main)
 
 
