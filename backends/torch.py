@@ -568,10 +568,23 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   return {t: result for t in transforms}
 
 
-def precision_scope(arrays: Sequence[Any]):
-  """torch keeps every dtype as it is."""
+@contextlib.contextmanager
+def precision_scope(arrays: Sequence[Any], float32: str | None = None):
+  """torch keeps every dtype as it is; with ``float32="highest"``, TF32 is off for CUDA
+  matmuls and cuDNN convolutions and the float32 matmul precision is "highest"."""
   del arrays
-  return contextlib.nullcontext()
+  if float32 != "highest":
+    yield
+    return
+  saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+           torch.get_float32_matmul_precision())
+  torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+  torch.set_float32_matmul_precision("highest")
+  try:
+    yield
+  finally:
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+    torch.set_float32_matmul_precision(saved[2])
 
 
 def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:
