@@ -27,7 +27,7 @@ from crossgrad.checker import compare, finite_diff, higher_order, selection, spe
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
-from crossgrad.checker.report import Report, Row
+from crossgrad.checker.report import Check, Report, Row, RowContext
 
 TOLERANCE = compare.TOLERANCE
 max_relative_error = compare.max_relative_error
@@ -75,7 +75,7 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
   """
   reference = _load("numpy")
   inputs = _cast_inputs(inputs, "float64")
-  label = _params_label(params)
+  context = RowContext(op.name, _params_label(params), "numpy", "cpu:0", "float64", "eager")
 
   def floating(outputs):
     return [o for o in validation.as_tuple(outputs) if np.issubdtype(o.dtype, np.floating)]
@@ -105,13 +105,11 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
       err, how = finite_diff.vjp_error(target, vjp, [inputs[i] for i in argnums],
                                        np.random.default_rng(seed))
     except Exception as e:  # pylint: disable=broad-except  # Informational rows stay so.
-      return Row(op.name, label, "numpy", "cpu:0", "float64", "eager", check, None,
-                 finite_diff.TOLERANCE, not must_pass, _first_line(e),
-                 time.perf_counter() - start)
+      return context.row(check, None, finite_diff.TOLERANCE, not must_pass, _first_line(e),
+                         time.perf_counter() - start)
     passed = err <= finite_diff.TOLERANCE
-    return Row(op.name, label, "numpy", "cpu:0", "float64", "eager", check, err,
-               finite_diff.TOLERANCE, passed or not must_pass,
-               f"{names}; {how}; {note_fn(passed)}", time.perf_counter() - start)
+    return context.row(check, err, finite_diff.TOLERANCE, passed or not must_pass,
+                       f"{names}; {how}; {note_fn(passed)}", time.perf_counter() - start)
 
   def forward(xp, *args, **kwargs):
     return op.forward(xp, *args, **kwargs)[0]
@@ -121,21 +119,21 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
             else "backward is NOT the derivative of forward")
 
   if op.gradient == "exact":
-    return [row("fd", forward, op.diff_argnums, True, against_forward)]
+    return [row(Check.FD, forward, op.diff_argnums, True, against_forward)]
   rows = []
   if op.exact_argnums:
-    rows.append(row("fd", forward, op.exact_argnums, True, against_forward))
+    rows.append(row(Check.FD, forward, op.exact_argnums, True, against_forward))
   surrogate_argnums = tuple(i for i in op.diff_argnums if i not in op.exact_argnums)
   if op.gradient == "declared":
-    rows.append(row("declared", forward, surrogate_argnums, False,
+    rows.append(row(Check.DECLARED, forward, surrogate_argnums, False,
                     lambda p: "no oracle: the backward is declared, so it is only compared "
                     "across backends" + ("; it equals the forward's derivative: could be "
                                          "exact" if p else "")))
     return rows
-  rows.append(row("fd_forward", forward, surrogate_argnums, False,
+  rows.append(row(Check.FD_FORWARD, forward, surrogate_argnums, False,
                   lambda p: "backward equals the forward's derivative: could be exact" if p
                   else "surrogate: backward is not the forward's derivative, as declared"))
-  rows.append(row("fd", op.surrogate, surrogate_argnums, True,
+  rows.append(row(Check.FD, op.surrogate, surrogate_argnums, True,
                   lambda p: "backward matches the surrogate's derivative" if p
                   else "backward is NOT the derivative of the declared surrogate"))
   return rows
@@ -151,16 +149,16 @@ def _select_devices(available: Sequence[str], devices: str | Sequence[str]):
   return chosen, missing
 
 
-def _device_row(op, label, backend, device, dtype, mode, results, first, names,
-                tolerance, bitwise=False) -> Row:
+def _device_row(context: RowContext, results, first, names, tolerance,
+                bitwise=False) -> Row:
   """Compares one device's outputs and cotangents with the first device's."""
   first_device, first_results = first
   result = compare.compare([*results[0], *results[1]], [*first_results[0], *first_results[1]],
                            names, tolerance, bitwise=bitwise, reference=first_device)
   detail = ("bitwise equal" if result.identical
             else result.note or f"within tolerance, {result.ulps:.0f} ulps apart")
-  return Row(op.name, label, backend, device, dtype, mode, "device", result.error, tolerance,
-             result.ok, f"vs {first_device}: {detail}", 0.0, result.ulps)
+  return context.row(Check.DEVICE, result.error, tolerance, result.ok,
+                     f"vs {first_device}: {detail}", 0.0, result.ulps)
 
 
 def _environment(backends: Iterable[str]) -> dict[str, Any]:
@@ -198,7 +196,7 @@ def cross_check(
     progress: Callable[[str], None] | None = None,
     inputs: Sequence[np.ndarray] | None = None,
     tolerance: str | float | None = None,
-    special: bool = True,
+    special: bool | str = True,
 ) -> Report:
   """Cross-checks ops (names or `OpDef`s; default: every registered op).
 
@@ -226,7 +224,10 @@ def cross_check(
       `compare.TOLERANCE`), a number, or "bitwise": identical bits across backends,
       modes and devices (NaN matches NaN); a row then names the first element that
       differs.
-    special: also compare every setting on special values (``special`` rows).
+    special: compare every setting on special values too (``special`` rows): True or
+      "advisory" (default: differences only at special elements, or a framework raising
+      there, are advisory rows that pass; `special_values`), "strict" (they fail), False
+      or "off" (no special rows).
 
   Returns:
     A `Report`; ``report.ok`` is True only if every row passed and one checked something.
@@ -242,6 +243,7 @@ def cross_check(
   modules = selection.backends(backends)
   selection.check(opdefs, modules, dtypes, devices, modes)
   tolerance = compare.check_tolerance(tolerance)
+  special = special_values.policy(special)
   say = progress or (lambda _: None)
   rows: list[Row] = []
   for index, op in enumerate(opdefs, 1):
@@ -253,8 +255,8 @@ def cross_check(
         op_inputs = (_sample(op, seed, params) if inputs is None
                      else [np.asarray(x) for x in inputs])
       except Exception as e:  # pylint: disable=broad-except
-        rows.append(Row(op.name, label, "numpy", "cpu:0", "-", "-", "sample", None, None,
-                        False, _first_line(e)))
+        rows.append(RowContext(op.name, label, "numpy", "cpu:0", "-", "-").row(
+            Check.SAMPLE, note=_first_line(e)))
         continue
       rows.extend(finite_difference_rows(op, params, op_inputs, seed))
       second = _second_sample(op, seed, params) if inputs is None else None
@@ -277,6 +279,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
                 say, tolerance=None, special=True, second=None) -> list[Row]:
   rows = []
   rng = np.random.default_rng([seed, zlib.crc32(dtype.encode())])
+  numpy_context = RowContext(op.name, label, "numpy", "cpu:0", dtype, "eager")
   try:
     outputs, vjp_fn = reference.vjp(op, *inputs, **params)
     ref_outputs = validation.as_tuple(outputs)
@@ -284,34 +287,37 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
                  if np.issubdtype(o.dtype, np.floating) else None for o in ref_outputs]
     ref_cts = vjp_fn(tuple(cotangent) if isinstance(outputs, tuple) else cotangent[0])
   except Exception as e:  # pylint: disable=broad-except
-    return [Row(op.name, label, "numpy", "cpu:0", dtype, "eager", "reference", None, None,
-                False, _first_line(e))]
+    return [numpy_context.row(Check.REFERENCE, note=_first_line(e))]
   bitwise = tolerance == compare.BITWISE
   tolerance = compare.tolerance_for(dtype, tolerance)
   case = None
+  strict = special == "strict"
   if special and modules:
     try:
       case = special_values.prepare(op, params, inputs, dtype, reference, seed)
     except Exception as e:  # pylint: disable=broad-except
-      rows.append(Row(op.name, label, "numpy", "cpu:0", dtype, "eager", "special", None,
-                      None, False, "reference on special values: " + _first_line(e)))
+      rows.append(numpy_context.row(
+          Check.SPECIAL, ok=not strict, note=("" if strict else "advisory: ")
+          + "reference on special values: " + _first_line(e),
+          advisory="" if strict else "reference raises"))
   higher = higher_order.Case(op, params, label, dtype, list(inputs), list(cotangent),
                              tolerance, _comparer(tolerance, bitwise), seed)
   output_names = [f"output {i}" for i in range(len(ref_outputs))]
   input_names = [f"d{name}" for name in op.input_names]
   for name, module in modules.items():
     chosen, missing = _select_devices(module.devices(), devices)
-    rows.extend(Row(op.name, label, name, wanted, dtype, "-", "device", None, None, False,
-                    f"{name} has no such device (it has {', '.join(module.devices())})")
-                for wanted in missing)
+    rows.extend(numpy_context.at(backend=name, device=wanted, mode="-").row(
+        Check.DEVICE, note=f"{name} has no such device (it has "
+        f"{', '.join(module.devices())})") for wanted in missing)
     first = {}  # mode -> (first device, its outputs and cotangents)
     for device in chosen:
       eager = None  # This device's eager outputs and cotangents, for the export modes.
       for mode in higher_order.modes_of(module, modes):
+        context = numpy_context.at(backend=name, device=device, mode=mode)
         reason = op.unsupported_modes.get(f"{name}:{mode}")
         if reason is not None:
-          rows.append(Row(op.name, label, name, device, dtype, mode, "skipped", None, None,
-                          True, f"unsupported by the op: {reason}"))
+          rows.append(context.row(Check.SKIPPED, ok=True,
+                                  note=f"unsupported by the op: {reason}"))
           continue
         say(f"  {op.name} {label} {dtype} {name} {device} {mode}")
         started = time.perf_counter()
@@ -322,27 +328,26 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, m
           note = _first_line(e)
           if not isinstance(e, CrossgradError):
             note += " | " + traceback.format_exc(limit=-1).strip().splitlines()[-1][:200]
-          for check in ("forward", "vjp"):
-            rows.append(Row(op.name, label, name, device, dtype, mode, check, None,
-                            tolerance, False, note, time.perf_counter() - started))
+          for check in (Check.FORWARD, Check.VJP):
+            rows.append(context.row(check, None, tolerance, False, note,
+                                    time.perf_counter() - started))
           continue
         seconds = time.perf_counter() - started
         eager = (outputs, cts) if mode == module.MODES[0] else eager
         if mode in first:
-          rows.append(_device_row(op, label, name, device, dtype, mode, (outputs, cts),
-                                  first[mode], output_names + input_names, tolerance,
-                                  bitwise))
+          rows.append(_device_row(context, (outputs, cts), first[mode],
+                                  output_names + input_names, tolerance, bitwise))
         else:
           first[mode] = (device, (outputs, cts))
-        for check, got, want, names in (("forward", outputs, ref_outputs, output_names),
-                                        ("vjp", cts, ref_cts, input_names)):
+        for check, got, want, names in ((Check.FORWARD, outputs, ref_outputs, output_names),
+                                        (Check.VJP, cts, ref_cts, input_names)):
           result = compare.compare(got, want, names, tolerance, bitwise=bitwise)
-          rows.append(Row(op.name, label, name, device, dtype, mode, check, result.error,
-                          tolerance, result.ok, result.note, seconds, result.ulps))
+          rows.append(context.row(check, result.error, tolerance, result.ok, result.note,
+                                  seconds, result.ulps))
         if case is not None and mode not in getattr(module, "EXTRA_MODES", ()):
           # Export round trips are compared with eager (``round_trip``), which has these.
-          rows.append(special_values.row(op, params, label, module, device, dtype, mode,
-                                         case, tolerance, bitwise))
+          rows.append(special_values.row(op, params, context, module, case, tolerance,
+                                         bitwise, strict))
         if hasattr(module, "evaluate_higher_order"):  # Else skipped rows say why.
           say(f"  {op.name} {label} {dtype} {name} {device} {mode}: jvp, second order")
         rows.extend(higher_order.mode_rows(higher, name, module, device, mode, eager,
