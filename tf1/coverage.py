@@ -205,9 +205,9 @@ def missing_types(reason: str) -> list[str]:
 
 def main(argv: Sequence[str]) -> None:
   del argv
-  from crossgrad.tf1 import translate  # pylint: disable=g-import-not-at-top
+  from crossgrad.tf1 import handlers  # pylint: disable=g-import-not-at-top
   if _HANDLERS.value:
-    print("\n".join(sorted(translate.HANDLERS)))
+    print("\n".join(sorted(handlers.HANDLERS)))
     return
   counts = collections.defaultdict(collections.Counter)
   missing = collections.Counter()

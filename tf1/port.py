@@ -114,7 +114,7 @@ class _Port:
     self.op_type = forward.name if kind == "op_type" else (
         "PyFunc" if kind == "numpy" else legacy.qualname(forward))
     self._programs: dict[tuple, translate.Program] = {}
-    self._tf_calls: dict[str, Callable[..., Any]] = {}
+    self._tf_calls: dict[tuple, Callable[..., Any]] = {}
     self._warned = False
 
   def _program(self, fn, arrays) -> translate.Program:
@@ -123,12 +123,16 @@ class _Port:
       self._programs[key] = translate.Program(fn, _specs(arrays))
     return self._programs[key]
 
-  def _tf_call(self, fn, what):
-    if fn.__name__ not in self._tf_calls:
-      self._tf_calls[fn.__name__] = jax_twin.tf_call(
+  def _tf_call(self, fn, what, structs=None):
+    """``fn`` through call_tf; ``structs``: its outputs' shapes and dtypes, where TF cannot
+    tell them statically (a shape computed from values)."""
+    key = (fn.__name__, None if structs is None else tuple(
+        (s.shape, str(s.dtype)) for s in structs))
+    if key not in self._tf_calls:
+      self._tf_calls[key] = jax_twin.tf_call(
           self.name, what, fn, hint="Give every TF op it makes an xp translation "
-                                    "(crossgrad.tf1.translate.HANDLERS)")
-    return self._tf_calls[fn.__name__]
+                                    "(crossgrad.tf1.handlers.HANDLERS)", structs=structs)
+    return self._tf_calls[key]
 
   # Forward.
 
@@ -268,13 +272,14 @@ class _Port:
       grads = self._native(xp, program, flat)
       if grads is not None:
         return grads
-      how = "call_tf"
+      how = "callback"  # Values decide shapes there, which XLA (call_tf) cannot compile.
     if self.jax_backward == "auto":
       self._warn_once(how, program.missing)
-    if how == "call_tf":
-      return self._tf_call(self._tf_flat, "the legacy gradient (run by jax2tf.call_tf)")(*flat)
     structs = [jax.ShapeDtypeStruct(x.shape, x.dtype)
                for i, x in enumerate(flat[:self.n_inputs]) if i not in self.nondiff]
+    if how == "call_tf":
+      return self._tf_call(self._tf_flat, "the legacy gradient (run by jax2tf.call_tf)",
+                           structs)(*flat)
     return jax_twin.host_call(self.name, "the legacy gradient (run on the host)",
                               self._numpy_flat, structs, *flat,
                               hint="Write the gradient with TF ops that have an xp "
