@@ -141,7 +141,7 @@ def _output_tangents(core: op_core.OpCore, outputs, result: op_core.Forward, tan
   op, params, specs = core.op, core.params, result.specs
   outs = validation.as_tuple(outputs)
   single, in_specs, out_specs = specs.single, specs.inputs, specs.outputs
-  floating = [k for k, spec in enumerate(out_specs) if spec.is_floating]
+  floating = [k for k, spec in enumerate(out_specs) if spec.is_inexact]
   moving = [i for i in op.diff_argnums
             if not isinstance(tangents[i], jax.custom_derivatives.SymbolicZero)]
   leaves, tree = jax.tree_util.tree_flatten(result.residuals)
@@ -180,7 +180,7 @@ def _output_tangents(core: op_core.OpCore, outputs, result: op_core.Forward, tan
 
   t_out = iter(jax_linear.apply(transposed, backward, [leaves[k] for k in dynamic],
                                 [tangents[i] for i in moving], key))
-  out_tangents = tuple(next(t_out) if spec.is_floating
+  out_tangents = tuple(next(t_out) if spec.is_inexact
                        else np.zeros(spec.shape, jax.dtypes.float0) for spec in out_specs)
   return out_tangents[0] if single else out_tangents
 
@@ -258,10 +258,18 @@ def find_device(name: str):
   return _platform_devices(platform)[int(index)]
 
 
-def precision_scope(arrays: Sequence[np.ndarray]):
-  """Enables 64-bit types for this scope only where the arrays need them."""
+@contextlib.contextmanager
+def precision_scope(arrays: Sequence[np.ndarray], float32: str | None = None):
+  """Enables 64-bit types for this scope only where the arrays need them; with
+  ``float32="highest"``, ``jax.default_matmul_precision("highest")`` too (JAX's default
+  uses TF32 or bfloat16 passes for float32 matmuls on recent GPUs)."""
   wide = any(np.asarray(a).dtype.itemsize == 8 for a in arrays if a is not None)
-  return jax.enable_x64(True) if wide else contextlib.nullcontext()
+  with contextlib.ExitStack() as stack:
+    if wide:
+      stack.enter_context(jax.enable_x64(True))
+    if float32 == "highest":
+      stack.enter_context(jax.default_matmul_precision("highest"))
+    yield
 
 
 def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):

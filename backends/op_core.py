@@ -12,6 +12,13 @@ A call of an emitted op follows one protocol, whatever the framework:
    a floating output without a cotangent, None for an integer one), then the cotangents it
    returns, checked against the inputs.
 
+Complex ops (``OpDef(allow_complex=True)``) write their backward in JAX's convention (what
+``jax.vjp`` returns). TensorFlow's and torch's autodiff return the conjugate of that for
+the conjugated upstream (for ``z * z`` and upstream ``g``: JAX ``g * 2z``, they
+``g * conj(2z)``), so for an adapter with ``conjugate_complex`` the core conjugates the
+complex upstream cotangents before the backward and the complex cotangents after it
+(docs/dtypes.md): each framework's gradient of the op is then its own autodiff's.
+
 The checks read static specs (`validation.ArraySpec`), so they run at trace time too (as
 `jax.custom_vjp` checks its rules' outputs while tracing), and a misuse gives the same
 `CrossgradError`, naming op, backend, argument, expected and actual, in every backend.
@@ -52,6 +59,8 @@ class Adapter:
     as_output: one output of the forward as the framework's array (default: unchanged).
     scope: given the op's inputs, a context the forward and backward run in (torch: new
       arrays land on the inputs' device).
+    conjugate_complex: the framework's complex gradients are the conjugates of JAX's VJP
+      (TensorFlow, torch): the core converts a complex op's backward (module docstring).
   """
 
   name: str
@@ -60,6 +69,7 @@ class Adapter:
   to_arrays: Callable[[Sequence[Any]], list[Any]]
   as_output: Callable[[Any], Any] = lambda x: x
   scope: Callable[[Sequence[Any]], ContextManager[Any]] = _no_scope
+  conjugate_complex: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,11 +129,21 @@ class OpCore:
     there is none; ``zeros(i)`` makes output i's), its cotangents checked against the
     inputs: one per input, None for a non-differentiable one. ``on``: the inputs, for the
     adapter's scope."""
+    convert = self.adapter.conjugate_complex and self.op.allow_complex
+    if convert:
+      upstream = self._conjugated(upstream, specs.outputs)
     g = validation.cotangent_for(self.op, specs.outputs, upstream, zeros, specs.single)
     with self.adapter.scope(on):
       cotangents = self.op.backward(self.adapter.xp, residuals, g, **self.params)
-    return validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
-                                       self.adapter.spec_of)
+    cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
+                                             self.adapter.spec_of)
+    return self._conjugated(cotangents, specs.inputs) if convert else cotangents
+
+  def _conjugated(self, arrays: Sequence[Any], specs: Sequence[ArraySpec]) -> tuple[Any, ...]:
+    """``arrays`` with the complex ones (by ``specs``) conjugated: JAX's convention to the
+    framework's and back (the conversion is its own inverse)."""
+    return tuple(self.adapter.xp.conj(a) if a is not None and spec.is_complex else a
+                 for a, spec in zip(arrays, specs))
 
 
 def emitter(adapter: Adapter, primitive: Callable[[OpCore], Callable[..., Any]]):

@@ -101,7 +101,8 @@ def spec_of(x: Any) -> validation.ArraySpec:
 _CORE = op_core.Adapter(
     NAME, xp, spec_of,
     # Reading variables here lets the tape route their gradients through the op.
-    to_arrays=lambda inputs: [tf.convert_to_tensor(x) for x in inputs])
+    to_arrays=lambda inputs: [tf.convert_to_tensor(x) for x in inputs],
+    conjugate_complex=True)  # TensorFlow's gradients: docs/dtypes.md.
 
 
 def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
@@ -266,7 +267,8 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       with tf.autodiff.ForwardAccumulator(diff_args, [tans[i] for i in diff]) as acc:
         outs = validation.as_tuple(fn(*args))
       out_tangents = [acc.jvp(o, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-                      if o.dtype.is_floating else None for o in outs]
+                      if o.dtype.is_floating or o.dtype.is_complex else None
+                      for o in outs]
     if dirs is not None:
       with tf.GradientTape() as outer:
         outer.watch(diff_args)
@@ -310,10 +312,20 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   return {t: (tuple(outs), base.merge_cotangents(op, grads)) for t in transforms}
 
 
-def precision_scope(arrays: Sequence[Any]):
-  """TensorFlow keeps every dtype as it is."""
+@contextlib.contextmanager
+def precision_scope(arrays: Sequence[Any], float32: str | None = None):
+  """TensorFlow keeps every dtype as it is; with ``float32="highest"``, TensorFloat-32
+  execution (on by default on Ampere and later GPUs) is off for the scope."""
   del arrays
-  return contextlib.nullcontext()
+  if float32 != "highest":
+    yield
+    return
+  enabled = tf.config.experimental.tensor_float_32_execution_enabled()
+  tf.config.experimental.enable_tensor_float_32_execution(False)
+  try:
+    yield
+  finally:
+    tf.config.experimental.enable_tensor_float_32_execution(enabled)
 
 
 def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:

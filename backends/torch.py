@@ -271,7 +271,13 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
   return [_tensor(x, like) for x in inputs]
 
 
-_CORE = op_core.Adapter(NAME, xp, spec_of, to_arrays=_to_tensors, scope=_device_scope)
+_CORE = op_core.Adapter(NAME, xp, spec_of, to_arrays=_to_tensors, scope=_device_scope,
+                        conjugate_complex=True)  # torch's gradients: docs/dtypes.md.
+
+
+def _inexact(x: torch.Tensor) -> bool:
+  """Floating or complex: a tensor that carries a gradient."""
+  return x.is_floating_point() or x.is_complex()
 
 
 def _forward_rules(core: op_core.OpCore):
@@ -307,7 +313,7 @@ def _forward_rules(core: op_core.OpCore):
     n_outputs = output[-1][0]
     outs, new = output[:n_outputs], output[n_outputs:-1]
     ctx.set_materialize_grads(False)
-    ctx.mark_non_differentiable(*new, *(o for o in outs if not o.is_floating_point()))
+    ctx.mark_non_differentiable(*new, *(o for o in outs if not _inexact(o)))
     ctx.device = outs[0].device
     ctx.save_for_backward(*to_save(ctx, inputs, output))
 
@@ -340,7 +346,7 @@ def _backward_rules(core: op_core.OpCore, saved: Callable[..., Any]):
   def jvp(ctx, *tangents):
     """The output tangents: the backward's transpose (it is linear in g) at the tangents."""
     inputs, residuals = saved(ctx, ctx.saved_tensors)
-    floating = [i for i, s in enumerate(ctx.specs.outputs) if s.is_floating]
+    floating = [i for i, s in enumerate(ctx.specs.outputs) if s.is_inexact]
 
     def diff_cotangents(*g):
       upstream = [None] * len(ctx.specs.outputs)
@@ -470,7 +476,7 @@ def _vjp(run: Callable[..., Any], op: OpDef, args: list, cotangent: Sequence[Any
   (zeros where unused) for output ``cotangent``; with ``create_graph``, differentiable."""
   diff_args = [args[i] for i in op.diff_argnums]
   for x in diff_args:  # An integer one is the call's error to report.
-    x.requires_grad_(x.is_floating_point())
+    x.requires_grad_(_inexact(x))
   outs = validation.as_tuple(run(*args))
   pairs = [(o, _from_numpy(c, target)) for o, c in zip(outs, cotangent) if c is not None]
   grads = (torch.autograd.grad([o for o, _ in pairs], diff_args,
@@ -501,7 +507,7 @@ def _output_tangents(fn: Callable[..., Any], op: OpDef, args: list, tangents: Se
       duals[i] = forward_ad.make_dual(args[i], _from_numpy(tangents[i], target))
     outs = validation.as_tuple(fn(*duals))
     tangent = [forward_ad.unpack_dual(o).tangent for o in outs]
-  return tuple(None if not o.is_floating_point() else
+  return tuple(None if not _inexact(o) else
                _to_numpy(torch.zeros_like(o) if t is None else t)
                for o, t in zip(outs, tangent))
 
@@ -564,10 +570,23 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   return {t: result for t in transforms}
 
 
-def precision_scope(arrays: Sequence[Any]):
-  """torch keeps every dtype as it is."""
+@contextlib.contextmanager
+def precision_scope(arrays: Sequence[Any], float32: str | None = None):
+  """torch keeps every dtype as it is; with ``float32="highest"``, TF32 is off for CUDA
+  matmuls and cuDNN convolutions and the float32 matmul precision is "highest"."""
   del arrays
-  return contextlib.nullcontext()
+  if float32 != "highest":
+    yield
+    return
+  saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+           torch.get_float32_matmul_precision())
+  torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+  torch.set_float32_matmul_precision("highest")
+  try:
+    yield
+  finally:
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+    torch.set_float32_matmul_precision(saved[2])
 
 
 def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:
