@@ -16,7 +16,7 @@ import tensorflow as tf
 from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 
-from crossgrad.backends import base, tensorflow_array_api, tensorflow_export
+from crossgrad.backends import base, tensorflow_array, tensorflow_array_api, tensorflow_export
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -94,10 +94,19 @@ def spec_of(x: Any) -> validation.ArraySpec:
   return validation.ArraySpec(dims, tf.as_dtype(x.dtype).name)
 
 
+def _body(fn: Callable[..., Any], args: Sequence[Any], params: dict) -> Any:
+  """An op's forward or backward with the standard's array object inside
+  (`tensorflow_array`), plain tensors outside."""
+  if not tensorflow_array.enabled():
+    return fn(xp, *args, **params)
+  wrapped = tensorflow_array.wrap(tuple(args))
+  return tensorflow_array.unwrap(fn(tensorflow_array.body_namespace(), *wrapped, **params))
+
+
 def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
   def forward(*inputs):
     outputs, residuals = validation.check_forward_result(
-        op, NAME, op.forward(xp, *inputs, **params))
+        op, NAME, _body(op.forward, inputs, params))
     single = not isinstance(outputs, (tuple, list))
     if not single:
       outputs = tuple(outputs)
@@ -109,7 +118,7 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
     def grad(*upstream):
       g = validation.cotangent_for(op, output_specs, upstream,
                                    lambda i: tf.zeros_like(output_list[i]), single)
-      cotangents = op.backward(xp, residuals, g, **params)
+      cotangents = _body(op.backward, (residuals, g), params)
       return list(validation.check_cotangents(op, NAME, input_specs, cotangents, spec_of))
 
     return outputs, grad
