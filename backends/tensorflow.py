@@ -16,7 +16,9 @@ import tensorflow as tf
 from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 
-from crossgrad.backends import base, tensorflow_array, tensorflow_array_api, tensorflow_export
+from crossgrad.backends import base, op_core, tensorflow_array_api
+from crossgrad.backends import tensorflow_export
+from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -94,52 +96,50 @@ def spec_of(x: Any) -> validation.ArraySpec:
   return validation.ArraySpec(dims, tf.as_dtype(x.dtype).name)
 
 
-def _body(fn: Callable[..., Any], args: Sequence[Any], params: dict) -> Any:
+def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:
   """An op's forward or backward with the standard's array object inside
   (`tensorflow_array`), plain tensors outside."""
   if not tensorflow_array.enabled():
-    return fn(xp, *args, **params)
+    return fn(namespace_, *args, **params)
   wrapped = tensorflow_array.wrap(tuple(args))
   return tensorflow_array.unwrap(fn(tensorflow_array.body_namespace(), *wrapped, **params))
 
 
-def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
+_CORE = op_core.Adapter(
+    NAME, xp, spec_of,
+    # Reading variables here lets the tape route their gradients through the op.
+    to_arrays=lambda inputs: [tf.convert_to_tensor(x) for x in inputs],
+    conjugate_complex=True,  # TensorFlow's gradients: docs/dtypes.md.
+    body=_body)
+
+
+def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
+  """The op as a `tf.custom_gradient` function, and under a forward accumulator
+  `_forward_mode`'s (or the op's error where it declares no forward mode)."""
+  op = core.op
+
   def forward(*inputs):
-    outputs, residuals = validation.check_forward_result(
-        op, NAME, _body(op.forward, inputs, params))
-    single = not isinstance(outputs, (tuple, list))
-    if not single:
-      outputs = tuple(outputs)
-    output_list = validation.as_tuple(outputs)
-    input_specs = [spec_of(x) for x in inputs]
-    output_specs = [spec_of(o) for o in output_list]
-    validation.check_output_dtypes(op, NAME, input_specs, output_specs)
+    result = core.forward(inputs)
 
     def grad(*upstream):
-      g = validation.cotangent_for(op, output_specs, upstream,
-                                   lambda i: tf.zeros_like(output_list[i]), single)
-      cotangents = _body(op.backward, (residuals, g), params)
-      return list(validation.check_cotangents(op, NAME, input_specs, cotangents, spec_of))
+      return list(core.backward(result.residuals, upstream, result.specs,
+                                lambda i: tf.zeros_like(result.outs[i])))
 
-    return outputs, grad
+    return result.outputs, grad
 
-  core = tf.custom_gradient(forward)
+  custom = tf.custom_gradient(forward)
 
-  def call(*inputs):
-    validation.check_input_count(op, NAME, inputs)
-    # Reading variables here lets the tape route their gradients through `core`.
-    tensors = [tf.convert_to_tensor(x) for x in inputs]
-    validation.check_inputs(op, NAME, [spec_of(x) for x in tensors], params)
+  def run(*tensors):
     if not forwardprop_util.pack_tangents(tensors).tangents:
-      return core(*tensors)
+      return custom(*tensors)
     if f"{NAME}:jvp" in op.unsupported_modes:
       raise CrossgradError("no forward mode for this op", op=op.name, backend=NAME,
                            argument="tf.autodiff.ForwardAccumulator",
                            actual=op.unsupported_modes[f"{NAME}:jvp"],
                            hint="Differentiate it in reverse mode (tf.GradientTape)")
-    return _forward_mode(op, forward, tensors)
+    return _forward_mode(op, forward, list(tensors))
 
-  return call
+  return run
 
 
 def _forward_mode(op: OpDef, forward: Callable[..., Any], tensors: list) -> Any:
@@ -169,18 +169,13 @@ def _forward_mode(op: OpDef, forward: Callable[..., Any], tensors: list) -> Any:
   return tuple(fresh) if isinstance(outputs, tuple) else fresh[0]
 
 
-get = base.make_get(NAME, _emit)
+get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
 
 
 def devices() -> list[str]:
   """Every logical device TensorFlow sees, as ``type:index`` (CPU first)."""
   found = [d.name.split("device:")[-1].lower() for d in tf.config.list_logical_devices()]
   return sorted(found, key=lambda n: (not n.startswith("cpu"), n))
-
-
-def _check_run(op: OpDef, mode: str, inputs: Sequence[Any]):
-  base.check_mode(NAME, mode, MODES + EXTRA_MODES)
-  validation.check_input_count(op, NAME, inputs)
 
 
 def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):
@@ -231,7 +226,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
              *, device: str = "cpu:0", mode: str = "jit"):
   """Outputs (as a tuple) and input cotangents, eagerly, in a graph, under XLA, or through
   an export round trip (``saved_model``, ``jax2tf``)."""
-  _check_run(op, mode, inputs)
+  op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES, inputs)
   outs, grads = _run_on(device, mode, (list(inputs), list(cotangent)),
                         lambda fn, a, c: _vjp(fn, op.diff_argnums, a, c), op, params, inputs)
   return tuple(outs), base.merge_cotangents(op, grads)
@@ -245,7 +240,7 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   `tf.autodiff.ForwardAccumulator`, and the gradient of <vjp(cotangent), direction> with
   respect to each input through nested gradient tapes; None for integer outputs, inputs
   without a gradient, and what is not asked for (``tangents`` or ``direction`` None)."""
-  _check_run(op, mode, inputs)
+  op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES, inputs)
   diff = op.diff_argnums
 
   def run(fn, args, cots, tans, dirs):
@@ -255,7 +250,8 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       with tf.autodiff.ForwardAccumulator(diff_args, [tans[i] for i in diff]) as acc:
         outs = validation.as_tuple(fn(*args))
       out_tangents = [acc.jvp(o, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-                      if o.dtype.is_floating else None for o in outs]
+                      if o.dtype.is_floating or o.dtype.is_complex else None
+                      for o in outs]
     if dirs is not None:
       with tf.GradientTape() as outer:
         outer.watch(diff_args)
@@ -299,10 +295,20 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   return {t: (tuple(outs), base.merge_cotangents(op, grads)) for t in transforms}
 
 
-def precision_scope(arrays: Sequence[Any]):
-  """TensorFlow keeps every dtype as it is."""
+@contextlib.contextmanager
+def precision_scope(arrays: Sequence[Any], float32: str | None = None):
+  """TensorFlow keeps every dtype as it is; with ``float32="highest"``, TensorFloat-32
+  execution (on by default on Ampere and later GPUs) is off for the scope."""
   del arrays
-  return contextlib.nullcontext()
+  if float32 != "highest":
+    yield
+    return
+  enabled = tf.config.experimental.tensor_float_32_execution_enabled()
+  tf.config.experimental.enable_tensor_float_32_execution(False)
+  try:
+    yield
+  finally:
+    tf.config.experimental.enable_tensor_float_32_execution(enabled)
 
 
 def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:

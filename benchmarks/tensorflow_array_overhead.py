@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.backends import tensorflow_array
+from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
 from crossgrad.benchmarks import handwritten, overhead, timing
 
 FLAGS = flags.FLAGS
