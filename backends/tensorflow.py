@@ -16,7 +16,9 @@ import tensorflow as tf
 from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 
-from crossgrad.backends import base, op_core, tensorflow_array_api, tensorflow_export
+from crossgrad.backends import base, op_core, tensorflow_array_api
+from crossgrad.backends import tensorflow_export
+from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -98,11 +100,21 @@ def spec_of(x: Any) -> validation.ArraySpec:
   return validation.ArraySpec(dims, tf.as_dtype(x.dtype).name)
 
 
+def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:
+  """An op's forward or backward with the standard's array object inside
+  (`tensorflow_array`), plain tensors outside."""
+  if not tensorflow_array.enabled():
+    return fn(namespace_, *args, **params)
+  wrapped = tensorflow_array.wrap(tuple(args))
+  return tensorflow_array.unwrap(fn(tensorflow_array.body_namespace(), *wrapped, **params))
+
+
 _CORE = op_core.Adapter(
     NAME, xp, spec_of,
     # Reading variables here lets the tape route their gradients through the op.
     to_arrays=lambda inputs: [tf.convert_to_tensor(x) for x in inputs],
-    conjugate_complex=True)  # TensorFlow's gradients: docs/dtypes.md.
+    conjugate_complex=True,  # TensorFlow's gradients: docs/dtypes.md.
+    body=_body)
 
 
 def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
