@@ -1,14 +1,16 @@
 """crossgrad: define a custom-gradient op once; get TensorFlow, JAX, PyTorch and NumPy
 versions, cross-checked.
 
-``crossgrad.tensorflow``, ``crossgrad.jax`` and ``crossgrad.torch`` import their framework
-on first access; ``import crossgrad`` itself imports none.
+``crossgrad.tensorflow``, ``crossgrad.jax``, ``crossgrad.torch`` and ``crossgrad.keras``
+import their framework on first access; ``import crossgrad`` itself imports none. Once Keras
+is imported, crossgrad's Keras layers are registered with it (`crossgrad.api.keras_hook`).
 """
 
 from __future__ import annotations
 
 import importlib
 
+from crossgrad.api import keras_hook as _keras_hook
 from crossgrad.api import numpy
 from crossgrad.checker.engine import cross_check
 from crossgrad.checker.report import Report
@@ -26,6 +28,7 @@ from crossgrad.sparse.data import SparseData
 __version__ = "0.1.0"
 
 _LAZY_BACKENDS = ("tensorflow", "jax", "torch")
+_LAZY = (*_LAZY_BACKENDS, "keras")
 
 __all__ = (
     "ArraySpec",
@@ -37,6 +40,7 @@ __all__ = (
     "cross_check",
     "get",
     "jax",
+    "keras",
     "names",
     "numpy",
     "register",
@@ -46,17 +50,30 @@ __all__ = (
 )
 
 del _builtin_ops
+_keras_hook.install()
 
 
 def __getattr__(name: str):
   if name in _LAZY_BACKENDS:
     from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
     base.load(name)  # A clear error if the framework is missing.
-    module = importlib.import_module(f"crossgrad.api.{name}")
+  if name in _LAZY:
+    module = _import_api(name)
     globals()[name] = module
     return module
   raise AttributeError(f"module 'crossgrad' has no attribute {name!r}")
 
 
+def _import_api(name: str):
+  try:
+    return importlib.import_module(f"crossgrad.api.{name}")
+  except ImportError as e:
+    if name in _LAZY_BACKENDS:
+      raise
+    raise CrossgradError(f"crossgrad.{name} needs a framework that is not installed ({e})",
+                         backend=name, argument=f"crossgrad.{name}",
+                         hint=f'Install it with: pip install "crossgrad[{name}]"') from e
+
+
 def __dir__():
-  return sorted(set(globals()) | set(_LAZY_BACKENDS))
+  return sorted(set(globals()) | set(_LAZY))
