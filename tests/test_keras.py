@@ -83,3 +83,23 @@ def test_symbolic_shapes_with_unknown_batch_and_bad_parameters():
   assert tuple(out.shape) == () and out.dtype == "float32"
   with pytest.raises(cg.CrossgradError, match="unknown static parameter"):
     cg.keras.OpLayer("ste_quantize", scael=0.5)
+
+
+def test_check_rows_through_keras_pass_and_catch_a_backward_wrong_under_keras_only():
+  from crossgrad.checker import engine, keras_rows  # pylint: disable=g-import-not-at-top
+  planted = os.path.join(os.path.dirname(__file__), "testdata", "keras_planted_op.py")
+  keras_rows.register([planted])
+  try:
+    from crossgrad.checker import selection  # pylint: disable=g-import-not-at-top
+    selection.load_module(planted)
+    report = engine.cross_check(["positive_matmul", "keras_planted_square"],
+                                backends=["keras"], modes=["jax"], dtypes=["float32"],
+                                special=False)
+  finally:
+    cg.unregister("keras_planted_square")
+    from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+    base.unregister("keras")
+  keras_rows_of = lambda op: [r for r in report.rows if r.backend == "keras" and r.op == op]
+  assert keras_rows_of("positive_matmul") and all(r.ok for r in keras_rows_of("positive_matmul"))
+  assert any(not r.ok for r in keras_rows_of("keras_planted_square"))
+  assert all(r.ok for r in report.rows if r.backend == "numpy")
