@@ -2,13 +2,15 @@
 versions, cross-checked.
 
 ``crossgrad.tensorflow``, ``crossgrad.jax``, ``crossgrad.torch`` and ``crossgrad.keras``
-import their framework on first access; ``import crossgrad`` itself imports none. Once Keras
-is imported, crossgrad's Keras layers are registered with it (`crossgrad.api.keras_hook`).
+import their framework on first access (never while torch.compile compiles: use them once
+before); ``import crossgrad`` itself imports none. Once Keras is imported, crossgrad's Keras
+layers are registered with it (`crossgrad.api.keras_hook`).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 
 from crossgrad.api import keras_hook as _keras_hook
 from crossgrad.api import numpy
@@ -53,26 +55,42 @@ del _builtin_ops
 _keras_hook.install()
 
 
-def __getattr__(name: str):
+def _torch_compiler():
+  """``torch.compiler`` if PyTorch is imported (never imported here), else None."""
+  return getattr(sys.modules.get("torch"), "compiler", None)
+
+
+def _load(name: str):
   if name in _LAZY_BACKENDS:
     from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
     base.load(name)  # A clear error if the framework is missing.
-  if name in _LAZY:
-    module = _import_api(name)
-    globals()[name] = module
-    return module
-  raise AttributeError(f"module 'crossgrad' has no attribute {name!r}")
-
-
-def _import_api(name: str):
   try:
-    return importlib.import_module(f"crossgrad.api.{name}")
+    module = importlib.import_module(f"crossgrad.api.{name}")
   except ImportError as e:
     if name in _LAZY_BACKENDS:
       raise
     raise CrossgradError(f"crossgrad.{name} needs a framework that is not installed ({e})",
                          backend=name, argument=f"crossgrad.{name}",
                          hint=f'Install it with: pip install "crossgrad[{name}]"') from e
+  globals()[name] = module
+  return module
+
+
+def __getattr__(name: str):
+  if name not in _LAZY:
+    raise AttributeError(f"module 'crossgrad' has no attribute {name!r}")
+  compiler = _torch_compiler()
+  if compiler is None:
+    return _load(name)
+  if compiler.is_compiling():
+    # Inductor compiling (its cache-key pickler probes module attributes and takes an
+    # AttributeError as "not here"): importing an API module makes ops, which torch
+    # refuses inside a compiler.
+    raise AttributeError(
+        f"crossgrad.{name} is imported on first use, which cannot happen while torch.compile "
+        f"compiles: use crossgrad.{name} once before compiling")
+  # Dynamo tracing a first use: the import runs outside the trace (a graph break).
+  return compiler.disable(_load)(name)
 
 
 def __dir__():

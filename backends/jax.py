@@ -10,7 +10,6 @@ derivative is the transpose of the backward, never the forward's own derivative.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 from typing import Any, Callable, Sequence
 
@@ -19,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jex
 
-from crossgrad.backends import base, jax_array_api, jax_export, jax_linear
+from crossgrad.backends import base, jax_array_api, jax_export, jax_linear, op_core
 from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -61,12 +60,11 @@ def spec_of(x: Any) -> validation.ArraySpec:
   return validation.ArraySpec(tuple(np.shape(x)), jnp.dtype(x.dtype).name)
 
 
-def _forward(op: OpDef, params: dict, inputs: Sequence[Any]):
-  outputs, residuals = validation.check_forward_result(
-      op, NAME, op.forward(xp, *inputs, **params))
-  validation.check_output_dtypes(op, NAME, [spec_of(x) for x in inputs],
-                                 [spec_of(o) for o in validation.as_tuple(outputs)])
-  return (tuple(outputs) if isinstance(outputs, (tuple, list)) else outputs), residuals
+_CORE = op_core.Adapter(
+    NAME, xp, spec_of,
+    to_arrays=lambda inputs: [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in inputs])
+# The specs a backward validates against travel as static pytree aux data.
+jax.tree_util.register_static(op_core.Specs)
 
 
 def _is_array(x: Any) -> bool:
@@ -136,29 +134,27 @@ def _trace_key(op, params, tree, leaves, dynamic, moving, in_specs, out_specs):
   return key
 
 
-def _output_tangents(op: OpDef, params: dict, inputs, outputs, residuals, tangents):
+def _output_tangents(core: op_core.OpCore, outputs, result: op_core.Forward, tangents):
   """The op's forward-mode derivative: the transpose of its backward applied to the input
   tangents (`jax_linear`: reverse mode transposes it back to the backward as written)."""
+  op, params, specs = core.op, core.params, result.specs
   outs = validation.as_tuple(outputs)
-  single = not isinstance(outputs, tuple)
-  in_specs = [spec_of(x) for x in inputs]
-  out_specs = [spec_of(o) for o in outs]
-  floating = [k for k, spec in enumerate(out_specs) if spec.is_floating]
+  single, in_specs, out_specs = specs.single, specs.inputs, specs.outputs
+  floating = [k for k, spec in enumerate(out_specs) if spec.is_inexact]
   moving = [i for i in op.diff_argnums
             if not isinstance(tangents[i], jax.custom_derivatives.SymbolicZero)]
-  leaves, tree = jax.tree_util.tree_flatten(residuals)
+  leaves, tree = jax.tree_util.tree_flatten(result.residuals)
   dynamic = [k for k, leaf in enumerate(leaves) if _is_array(leaf)]
 
   def backward(res, g_floating):
     full = list(leaves)
     for k, x in zip(dynamic, res):
       full[k] = x
-    g = [None] * len(outs)
+    upstream = [None] * len(outs)
     for k, x in zip(floating, g_floating):
-      g[k] = x
-    cotangents = op.backward(xp, jax.tree_util.tree_unflatten(tree, full),
-                             g[0] if single else tuple(g), **params)
-    cotangents = validation.check_cotangents(op, NAME, in_specs, cotangents, spec_of)
+      upstream[k] = x
+    cotangents = core.backward(jax.tree_util.tree_unflatten(tree, full), upstream, specs,
+                               zeros=None)  # Every floating output has its g here.
     return [cotangents[i] for i in moving]
 
   g_examples = [jax_linear.shaped(outs[k]) for k in floating]
@@ -183,80 +179,55 @@ def _output_tangents(op: OpDef, params: dict, inputs, outputs, residuals, tangen
 
   t_out = iter(jax_linear.apply(transposed, backward, [leaves[k] for k in dynamic],
                                 [tangents[i] for i in moving], key))
-  result = tuple(next(t_out) if spec.is_floating else np.zeros(spec.shape, jax.dtypes.float0)
-                 for spec in out_specs)
-  return result[0] if single else result
+  out_tangents = tuple(next(t_out) if spec.is_inexact
+                       else np.zeros(spec.shape, jax.dtypes.float0) for spec in out_specs)
+  return out_tangents[0] if single else out_tangents
 
 
-@jax.tree_util.register_static
-@dataclasses.dataclass(frozen=True)
-class _Specs:
-  """Static facts the backward pass validates against (carried as pytree aux data)."""
-
-  inputs: tuple[validation.ArraySpec, ...]
-  outputs: tuple[validation.ArraySpec, ...]
-  single: bool
-
-
-def _reverse_only(op: OpDef, params: dict) -> Callable[..., Any]:
+def _reverse_only(core: op_core.OpCore) -> Callable[..., Any]:
   """A `jax.custom_vjp` of the op: for a backward JAX cannot transpose (host callbacks),
   declared by the op as ``unsupported_modes={"jax:jvp": reason}``."""
   @jax.custom_vjp
-  def core(*inputs):
-    return _forward(op, params, inputs)[0]
+  def custom(*inputs):
+    return core.forward(inputs).outputs
 
   def fwd(*inputs):
-    outputs, residuals = _forward(op, params, inputs)
-    specs = _Specs(tuple(spec_of(x) for x in inputs),
-                   tuple(spec_of(o) for o in validation.as_tuple(outputs)),
-                   not isinstance(outputs, tuple))
-    return outputs, (residuals, specs)
+    result = core.forward(inputs)
+    return result.outputs, (result.residuals, result.specs)
 
   def bwd(saved, upstream):
     residuals, specs = saved
     upstream = (upstream,) if specs.single else tuple(upstream)
-    g = validation.cotangent_for(
-        op, specs.outputs, upstream,
-        lambda i: jnp.zeros(specs.outputs[i].shape, specs.outputs[i].dtype), specs.single)
-    cotangents = op.backward(xp, residuals, g, **params)
-    return validation.check_cotangents(op, NAME, specs.inputs, cotangents, spec_of)
+    return core.backward(residuals, upstream, specs, lambda i: jnp.zeros(
+        specs.outputs[i].shape, specs.outputs[i].dtype))
 
-  core.defvjp(fwd, bwd)
-  return core
+  custom.defvjp(fwd, bwd)
+  return custom
 
 
-def _forward_and_reverse(op: OpDef, params: dict) -> Callable[..., Any]:
+def _forward_and_reverse(core: op_core.OpCore) -> Callable[..., Any]:
   """A `jax.custom_jvp` of the op whose tangent rule is the transposed backward."""
   @jax.custom_jvp
-  def core(*inputs):
-    return _forward(op, params, inputs)[0]
+  def custom(*inputs):
+    return core.forward(inputs).outputs
 
   def jvp(primals, tangents):
     # The outputs come from the op itself, so that a transformation around this rule
     # (the outer one in jax.hessian) differentiates them by this rule too: a surrogate
     # stays a surrogate at every order. Compiled, the two forwards are one (CSE).
-    outputs = core(*primals)
-    _, residuals = _forward(op, params, primals)
-    return outputs, _output_tangents(op, params, primals, outputs, residuals, tangents)
+    outputs = custom(*primals)
+    return outputs, _output_tangents(core, outputs, core.forward(primals), tangents)
 
-  core.defjvp(jvp, symbolic_zeros=True)
-  return core
-
-
-def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
-  core = (_reverse_only if f"{NAME}:jvp" in op.unsupported_modes else _forward_and_reverse)(
-      op, params)
-
-  def call(*inputs):
-    validation.check_input_count(op, NAME, inputs)
-    arrays = [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in inputs]
-    validation.check_inputs(op, NAME, [spec_of(x) for x in arrays], params)
-    return core(*arrays)
-
-  return call
+  custom.defjvp(jvp, symbolic_zeros=True)
+  return custom
 
 
-get = base.make_get(NAME, _emit)
+def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
+  reverse_only = f"{NAME}:jvp" in core.op.unsupported_modes
+  return (_reverse_only if reverse_only else _forward_and_reverse)(core)
+
+
+get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
 
 
 def _platform_devices(platform: str) -> list:
@@ -276,15 +247,18 @@ def find_device(name: str):
   return _platform_devices(platform)[int(index)]
 
 
-def precision_scope(arrays: Sequence[np.ndarray]):
-  """Enables 64-bit types for this scope only where the arrays need them."""
+@contextlib.contextmanager
+def precision_scope(arrays: Sequence[np.ndarray], float32: str | None = None):
+  """Enables 64-bit types for this scope only where the arrays need them; with
+  ``float32="highest"``, ``jax.default_matmul_precision("highest")`` too (JAX's default
+  uses TF32 or bfloat16 passes for float32 matmuls on recent GPUs)."""
   wide = any(np.asarray(a).dtype.itemsize == 8 for a in arrays if a is not None)
-  return jax.enable_x64(True) if wide else contextlib.nullcontext()
-
-
-def _check_run(op: OpDef, mode: str, inputs: Sequence[Any]):
-  base.check_mode(NAME, mode, MODES + EXTRA_MODES)
-  validation.check_input_count(op, NAME, inputs)
+  with contextlib.ExitStack() as stack:
+    if wide:
+      stack.enter_context(jax.enable_x64(True))
+    if float32 == "highest":
+      stack.enter_context(jax.default_matmul_precision("highest"))
+    yield
 
 
 def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):
@@ -327,7 +301,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
              *, device: str = "cpu:0", mode: str = "jit"):
   """Outputs (as a tuple) and input cotangents, on ``device``, eagerly, under `jax.jit`, or
   through a `jax.export` round trip (``mode="export"``)."""
-  _check_run(op, mode, inputs)
+  op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES, inputs)
   diff = op.diff_argnums
 
   def make_run():
@@ -347,7 +321,7 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   gradient of <vjp(cotangent), direction> with respect to each input (`jax.grad` of
   `jax.vjp`: the backward differentiated); None for integer outputs, inputs without a
   gradient, and what is not asked for (``tangents`` or ``direction`` None)."""
-  _check_run(op, mode, inputs)
+  op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES, inputs)
   diff = op.diff_argnums
 
   def make_run():

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from crossgrad.backends import base
+from crossgrad.backends import base, op_core
 from crossgrad.registry import numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -85,32 +85,15 @@ def spec_of(x: Any) -> validation.ArraySpec:
   return validation.ArraySpec(tuple(x.shape), x.dtype.name)
 
 
-def _prepare(op: OpDef, params: dict, inputs: Sequence[Any]) -> list[np.ndarray]:
-  validation.check_input_count(op, NAME, inputs)
-  arrays = [np.asarray(x) for x in inputs]
-  validation.check_inputs(op, NAME, [spec_of(x) for x in arrays], params)
-  return arrays
+_CORE = op_core.Adapter(NAME, xp, spec_of, as_output=np.asarray,
+                        to_arrays=lambda inputs: [np.asarray(x) for x in inputs])
 
 
-def _run_forward(op: OpDef, params: dict, arrays: list[np.ndarray]):
-  outputs, residuals = validation.check_forward_result(
-      op, NAME, op.forward(xp, *arrays, **params))
-  if isinstance(outputs, (tuple, list)):
-    outputs = tuple(np.asarray(o) for o in outputs)
-  else:
-    outputs = np.asarray(outputs)
-  validation.check_output_dtypes(op, NAME, [spec_of(x) for x in arrays],
-                                 [spec_of(o) for o in validation.as_tuple(outputs)])
-  return outputs, residuals
+def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
+  return lambda *arrays: core.forward(arrays).outputs  # No gradient machinery: see `vjp`.
 
 
-def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
-  def forward(*inputs):
-    return _run_forward(op, params, _prepare(op, params, inputs))[0]
-  return forward
-
-
-get = base.make_get(NAME, _emit)
+get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
 
 
 def vjp(op: str | OpDef, *inputs: Any, **params: Any):
@@ -120,31 +103,23 @@ def vjp(op: str | OpDef, *inputs: Any, **params: Any):
   outputs, None for integer ones) and returns one cotangent per input (None for
   non-differentiable inputs), validated like every backend's.
   """
-  emitted = get(op, **params)
-  opdef, resolved = emitted.op, emitted.params
-  arrays = _prepare(opdef, resolved, inputs)
-  outputs, residuals = _run_forward(opdef, resolved, arrays)
-  single = not isinstance(outputs, tuple)
-  output_specs = [spec_of(o) for o in validation.as_tuple(outputs)]
-  input_specs = [spec_of(x) for x in arrays]
+  core = get(op, **params).core
+  result = core.forward(core.prepare(inputs))
+  specs = result.specs
 
   def vjp_fn(g):
-    upstream = validation.as_tuple(g) if not single else (g,)
-    if len(upstream) != len(output_specs):
-      raise CrossgradError("cotangent must mirror the outputs", op=opdef.name, backend=NAME,
-                           argument="g", expected=f"{len(output_specs)} arrays",
+    upstream = (g,) if specs.single else validation.as_tuple(g)
+    if len(upstream) != len(specs.outputs):
+      raise CrossgradError("cotangent must mirror the outputs", op=core.op.name, backend=NAME,
+                           argument="g", expected=f"{len(specs.outputs)} arrays",
                            actual=len(upstream))
     upstream = [None if u is None else np.asarray(u) for u in upstream]
-    g = validation.cotangent_for(opdef, output_specs, upstream,
-                                 lambda i: np.zeros(output_specs[i].shape,
-                                                    output_specs[i].dtype), single)
-    cotangents = opdef.backward(xp, residuals, g, **resolved)
-    cotangents = validation.check_cotangents(
-        opdef, NAME, input_specs, cotangents, spec_of)
+    cotangents = core.backward(
+        result.residuals, upstream, specs,
+        lambda i: np.zeros(specs.outputs[i].shape, specs.outputs[i].dtype))
     return tuple(None if c is None else np.asarray(c) for c in cotangents)
 
-  return outputs, vjp_fn
-
+  return result.outputs, vjp_fn
 
 
 def devices() -> list[str]:
@@ -164,9 +139,9 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
   return validation.as_tuple(outputs), cotangents
 
 
-def precision_scope(arrays: Sequence[Any]):
-  """NumPy keeps every dtype as it is."""
-  del arrays
+def precision_scope(arrays: Sequence[Any], float32: str | None = None):
+  """NumPy keeps every dtype as it is and computes float32 in full precision."""
+  del arrays, float32
   return contextlib.nullcontext()
 
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 
-from crossgrad.backends import base, tensorflow_array_api, tensorflow_export
+from crossgrad.backends import base, op_core, tensorflow_array_api, tensorflow_export
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -66,11 +66,23 @@ def _segment(reduce):
   return segment
 
 
+def _segment_min_propagating_nan(data, segment_ids, num_segments):
+  """tf.math.unsorted_segment_min, but a NaN in a segment makes its minimum NaN, as in
+  NumPy, JAX and torch (TF keeps or drops it by order eagerly, and drops it under XLA)."""
+  data = tf.convert_to_tensor(data)
+  out = tf.math.unsorted_segment_min(data, segment_ids, num_segments)
+  if not data.dtype.is_floating:
+    return out
+  nans = tf.math.unsorted_segment_sum(tf.cast(tf.math.is_nan(data), data.dtype), segment_ids,
+                                      num_segments)
+  return tf.where(nans > 0, tf.constant(float("nan"), data.dtype), out)
+
+
 xp = Namespace(NAME, tensorflow_array_api, extensions={
     "take": _take,
     "segment_sum": _segment(tf.math.unsorted_segment_sum),
     # Empty segments hold the dtype's largest value, as documented.
-    "segment_min": _segment(tf.math.unsorted_segment_min),
+    "segment_min": _segment(_segment_min_propagating_nan),
     "one_hot": lambda x, num_classes, /, *, dtype: tf.one_hot(x, num_classes, dtype=dtype),
     "unbroadcast": _unbroadcast,
 })
@@ -82,43 +94,40 @@ def spec_of(x: Any) -> validation.ArraySpec:
   return validation.ArraySpec(dims, tf.as_dtype(x.dtype).name)
 
 
-def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
+_CORE = op_core.Adapter(
+    NAME, xp, spec_of,
+    # Reading variables here lets the tape route their gradients through the op.
+    to_arrays=lambda inputs: [tf.convert_to_tensor(x) for x in inputs],
+    conjugate_complex=True)  # TensorFlow's gradients: docs/dtypes.md.
+
+
+def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
+  """The op as a `tf.custom_gradient` function, and under a forward accumulator
+  `_forward_mode`'s (or the op's error where it declares no forward mode)."""
+  op = core.op
+
   def forward(*inputs):
-    outputs, residuals = validation.check_forward_result(
-        op, NAME, op.forward(xp, *inputs, **params))
-    single = not isinstance(outputs, (tuple, list))
-    if not single:
-      outputs = tuple(outputs)
-    output_list = validation.as_tuple(outputs)
-    input_specs = [spec_of(x) for x in inputs]
-    output_specs = [spec_of(o) for o in output_list]
-    validation.check_output_dtypes(op, NAME, input_specs, output_specs)
+    result = core.forward(inputs)
 
     def grad(*upstream):
-      g = validation.cotangent_for(op, output_specs, upstream,
-                                   lambda i: tf.zeros_like(output_list[i]), single)
-      cotangents = op.backward(xp, residuals, g, **params)
-      return list(validation.check_cotangents(op, NAME, input_specs, cotangents, spec_of))
+      return list(core.backward(result.residuals, upstream, result.specs,
+                                lambda i: tf.zeros_like(result.outs[i])))
 
-    return outputs, grad
+    return result.outputs, grad
 
-  core = tf.custom_gradient(forward)
+  custom = tf.custom_gradient(forward)
 
-  def call(*inputs):
-    validation.check_input_count(op, NAME, inputs)
-    # Reading variables here lets the tape route their gradients through `core`.
-    tensors = [tf.convert_to_tensor(x) for x in inputs]
-    validation.check_inputs(op, NAME, [spec_of(x) for x in tensors], params)
+  def run(*tensors):
     if not forwardprop_util.pack_tangents(tensors).tangents:
-      return core(*tensors)
+      return custom(*tensors)
     if f"{NAME}:jvp" in op.unsupported_modes:
       raise CrossgradError("no forward mode for this op", op=op.name, backend=NAME,
                            argument="tf.autodiff.ForwardAccumulator",
                            actual=op.unsupported_modes[f"{NAME}:jvp"],
                            hint="Differentiate it in reverse mode (tf.GradientTape)")
-    return _forward_mode(op, forward, tensors)
+    return _forward_mode(op, forward, list(tensors))
 
-  return call
+  return run
 
 
 def _forward_mode(op: OpDef, forward: Callable[..., Any], tensors: list) -> Any:
@@ -148,18 +157,13 @@ def _forward_mode(op: OpDef, forward: Callable[..., Any], tensors: list) -> Any:
   return tuple(fresh) if isinstance(outputs, tuple) else fresh[0]
 
 
-get = base.make_get(NAME, _emit)
+get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
 
 
 def devices() -> list[str]:
   """Every logical device TensorFlow sees, as ``type:index`` (CPU first)."""
   found = [d.name.split("device:")[-1].lower() for d in tf.config.list_logical_devices()]
   return sorted(found, key=lambda n: (not n.startswith("cpu"), n))
-
-
-def _check_run(op: OpDef, mode: str, inputs: Sequence[Any]):
-  base.check_mode(NAME, mode, MODES + EXTRA_MODES)
-  validation.check_input_count(op, NAME, inputs)
 
 
 def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):
@@ -187,7 +191,9 @@ def _run_on(device: str, mode: str, arrays: Any, run: Callable[..., Any], op: Op
   with tf.device("/device:" + device.upper()), scope:
     tensors = tf.nest.map_structure(lambda a: None if a is None else tf.constant(a), arrays)
     out = call(*tensors)
-  return tf.nest.map_structure(lambda t: None if t is None else t.numpy(), out)
+  # A tangent or gradient may come as tf.IndexedSlices (of a gather): densified.
+  return tf.nest.map_structure(
+      lambda t: None if t is None else tf.convert_to_tensor(t).numpy(), out)
 
 
 def _vjp(fn: Callable[..., Any], diff: Sequence[int], args: Sequence[Any],
@@ -208,7 +214,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
              *, device: str = "cpu:0", mode: str = "jit"):
   """Outputs (as a tuple) and input cotangents, eagerly, in a graph, under XLA, or through
   an export round trip (``saved_model``, ``jax2tf``)."""
-  _check_run(op, mode, inputs)
+  op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES, inputs)
   outs, grads = _run_on(device, mode, (list(inputs), list(cotangent)),
                         lambda fn, a, c: _vjp(fn, op.diff_argnums, a, c), op, params, inputs)
   return tuple(outs), base.merge_cotangents(op, grads)
@@ -222,7 +228,7 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   `tf.autodiff.ForwardAccumulator`, and the gradient of <vjp(cotangent), direction> with
   respect to each input through nested gradient tapes; None for integer outputs, inputs
   without a gradient, and what is not asked for (``tangents`` or ``direction`` None)."""
-  _check_run(op, mode, inputs)
+  op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES, inputs)
   diff = op.diff_argnums
 
   def run(fn, args, cots, tans, dirs):
@@ -232,7 +238,8 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       with tf.autodiff.ForwardAccumulator(diff_args, [tans[i] for i in diff]) as acc:
         outs = validation.as_tuple(fn(*args))
       out_tangents = [acc.jvp(o, unconnected_gradients=tf.UnconnectedGradients.ZERO)
-                      if o.dtype.is_floating else None for o in outs]
+                      if o.dtype.is_floating or o.dtype.is_complex else None
+                      for o in outs]
     if dirs is not None:
       with tf.GradientTape() as outer:
         outer.watch(diff_args)
@@ -276,10 +283,20 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   return {t: (tuple(outs), base.merge_cotangents(op, grads)) for t in transforms}
 
 
-def precision_scope(arrays: Sequence[Any]):
-  """TensorFlow keeps every dtype as it is."""
+@contextlib.contextmanager
+def precision_scope(arrays: Sequence[Any], float32: str | None = None):
+  """TensorFlow keeps every dtype as it is; with ``float32="highest"``, TensorFloat-32
+  execution (on by default on Ampere and later GPUs) is off for the scope."""
   del arrays
-  return contextlib.nullcontext()
+  if float32 != "highest":
+    yield
+    return
+  enabled = tf.config.experimental.tensor_float_32_execution_enabled()
+  tf.config.experimental.enable_tensor_float_32_execution(False)
+  try:
+    yield
+  finally:
+    tf.config.experimental.enable_tensor_float_32_execution(enabled)
 
 
 def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:

@@ -28,10 +28,10 @@ import torch
 from torch.autograd import forward_ad
 from torch.utils import _pytree as pytree
 
-from crossgrad.backends import base
+from crossgrad.backends import base, op_core, torch_array_api
 from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.errors import CrossgradError
-from crossgrad.registry.namespace import EXTENSIONS, Namespace
+from crossgrad.registry.namespace import CONSTANTS, EXTENSIONS, FUNCTIONS, Namespace
 from crossgrad.registry.opdef import OpDef
 
 NAME = "torch"
@@ -135,15 +135,12 @@ def _astype(x, dtype, /, *, copy=True, device=None):
 
 
 def _creation(fn):
-  # The dtype may also come second, positionally (crossgrad's older zeros(shape, dtype)).
-  def create(shape, dtype=None, *, device=None):
+  def create(shape, *, dtype=None, device=None):
     return fn(shape, dtype=as_dtype(dtype), device=device)
   return create
 
 
-def _arange(start, stop=None, step=1, *, dtype=None, device=None):
-  if isinstance(stop, (str, torch.dtype)):  # crossgrad's older arange(n, dtype).
-    stop, dtype = None, stop
+def _arange(start, /, stop=None, step=1, *, dtype=None, device=None):
   return compat.arange(start, stop, step, dtype=as_dtype(dtype), device=device)
 
 
@@ -162,40 +159,13 @@ def _cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
                                include_initial=include_initial)
 
 
-def _reduction(fn):
-  # The axis may also come second, positionally (crossgrad's older sum(x, axis)).
-  def reduce(x, axis=None, keepdims=False, **kwargs):
-    return fn(_tensor(x), axis=axis, keepdims=keepdims, **kwargs)
-  return reduce
-
-
 def _concat(arrays, /, *, axis=0):
   return compat.concat([_tensor(a) for a in arrays], axis=axis)
 
 
-# The Array API standard (2024.12): its functions and constants, as `array_api_compat`
-# gives them for torch unless crossgrad's own rule is in `_OWN`.
-STANDARD = (
-    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
-    "bitwise_left_shift", "bitwise_invert", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "ceil", "clip", "conj", "copysign", "cos", "cosh", "divide", "equal",
-    "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal", "hypot", "imag",
-    "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log1p", "log2", "log10",
-    "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum",
-    "minimum", "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "real",
-    "reciprocal", "remainder", "round", "sign", "signbit", "sin", "sinh", "square", "sqrt",
-    "subtract", "tan", "tanh", "trunc",
-    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
-    "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
-    "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
-    "take", "take_along_axis", "matmul", "matrix_transpose", "tensordot", "vecdot",
-    "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
-    "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
-    "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
-    "unique_all", "unique_counts", "unique_inverse", "unique_values", "argsort", "sort",
-    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
-    "all", "any", "diff",
-    "e", "inf", "nan", "newaxis", "pi") + tuple(_DTYPES)
+# The Array API standard's names (`registry.namespace`), as `array_api_compat` gives them for
+# torch unless crossgrad's own rule is in `_OWN`.
+STANDARD = FUNCTIONS + CONSTANTS + tuple(_DTYPES)
 
 
 _OWN = {
@@ -204,9 +174,7 @@ _OWN = {
     "zeros": _creation(compat.zeros), "ones": _creation(compat.ones),
     "empty": _creation(compat.empty), "full": _full, "arange": _arange, "asarray": _asarray,
     "cumulative_sum": _cumulative_sum, "concat": _concat,
-    **{name: _reduction(getattr(compat, name)) for name in ("sum", "mean", "max", "min")},
 }
-
 
 
 def _numpy_as_tensors(fn):
@@ -222,9 +190,13 @@ def _numpy_as_tensors(fn):
 
 
 def _standard() -> types.SimpleNamespace:
-  """The standard's names for torch: array_api_compat's, taking NumPy arrays too."""
-  names = {name: _numpy_as_tensors(getattr(compat, name)) if callable(getattr(compat, name))
-           else getattr(compat, name) for name in STANDARD if name not in _OWN}
+  """The standard's names for torch: array_api_compat's (but for crossgrad's fixes in
+  `torch_array_api`), taking NumPy arrays too."""
+  found = {name: torch_array_api.FIXES[name] if name in torch_array_api.FIXES
+           else getattr(compat, name)
+           for name in STANDARD if name not in _OWN}
+  names = {name: _numpy_as_tensors(value) if callable(value) else value
+           for name, value in found.items()}
   return types.SimpleNamespace(**names, linalg=compat.linalg)
 
 
@@ -292,49 +264,55 @@ def _join_residuals(layout, inputs, outputs, new):
   return tuple(leaves) if spec is None else pytree.tree_unflatten(leaves, spec)
 
 
-def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
-  if torch.compiler.is_compiling():
-    raise CrossgradError(
-        "an op is made while torch.compile traces", op=op.name, backend=NAME,
-        argument="crossgrad.torch.get", hint=f"Call crossgrad.torch.get({op.name!r}, ...) once outside the compiled function "
-             "(e.g. at module level) and call the result inside it")
-  n_inputs = len(op.input_names)
+def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
+  """The inputs as tensors, NumPy arrays and numbers on the first tensor's device."""
+  like = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
+  return [_tensor(x, like) for x in inputs]
 
-  def run_forward(inputs):
-    with _device_scope(inputs):
-      outputs, residuals = validation.check_forward_result(
-          op, NAME, op.forward(xp, *inputs, **params))
-    return outputs, residuals
+
+_CORE = op_core.Adapter(NAME, xp, spec_of, to_arrays=_to_tensors, scope=_device_scope,
+                        conjugate_complex=True)  # torch's gradients: docs/dtypes.md.
+
+
+def _inexact(x: torch.Tensor) -> bool:
+  """Floating or complex: a tensor that carries a gradient."""
+  return x.is_floating_point() or x.is_complex()
+
+
+def _forward_rules(core: op_core.OpCore):
+  """``forward``, ``to_save``, ``setup_context`` and ``saved`` (the inputs and residuals
+  back from the context) of the op's `torch.autograd.Function`. The forward's last output (not a
+  tensor) carries the output count, the specs and the residuals' layout."""
+  n_inputs = len(core.op.input_names)
+  # Dynamo builds these closures without a source: it follows a bound method of the core
+  # the call has traced, not the core itself.
+  run_forward = core.forward
 
   def forward(*inputs):
-    outputs, residuals = run_forward(inputs)
-    single = not isinstance(outputs, (tuple, list))
+    result = run_forward(inputs)
     # An input returned as an output must be a view of it (autograd.Function's rule).
-    outs = tuple(o.view_as(o) if any(o is x for x in inputs) else o
-                 for o in validation.as_tuple(outputs))
-    new, layout = _split_residuals(residuals, inputs, outs)
-    return (*outs, *new, (len(outs), single, layout))
+    outs = tuple(o.view_as(o) if any(o is x for x in inputs) else o for o in result.outs)
+    new, layout = _split_residuals(result.residuals, inputs, outs)
+    return (*outs, *new, (len(outs), result.specs, layout))
 
   # One parameter per input: Dynamo counts them to tell forward(ctx, ...) from forward(...).
   forward.__signature__ = inspect.Signature(
-      [inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY) for name in op.input_names])
+      [inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY)
+       for name in core.op.input_names])
 
   def to_save(ctx, inputs, output):
     """The inputs (for double backward), the outputs the residuals name, the new ones."""
-    n_outputs, single, layout = output[-1]
+    n_outputs, ctx.specs, layout = output[-1]
     outs, new = output[:n_outputs], output[n_outputs:-1]
     named = sorted({i for kind, i in layout[1] if kind == "output"})
-    ctx.layout, ctx.single, ctx.named_outputs = layout, single, named
-    ctx.counts = (n_inputs, n_outputs, len(new))
+    ctx.layout, ctx.named_outputs, ctx.counts = layout, named, (n_inputs, n_outputs, len(new))
     return (*inputs, *(outs[i] for i in named), *new)
 
   def setup_context(ctx, inputs, output):
     n_outputs = output[-1][0]
     outs, new = output[:n_outputs], output[n_outputs:-1]
     ctx.set_materialize_grads(False)
-    ctx.mark_non_differentiable(*new, *(o for o in outs if not o.is_floating_point()))
-    ctx.input_specs = tuple(spec_of(x) for x in inputs)
-    ctx.output_specs = tuple(spec_of(o) for o in outs)
+    ctx.mark_non_differentiable(*new, *(o for o in outs if not _inexact(o)))
     ctx.device = outs[0].device
     ctx.save_for_backward(*to_save(ctx, inputs, output))
 
@@ -344,52 +322,70 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
     inputs, new = tensors[:n_in], tensors[n_in + n_named:]
     return inputs, _join_residuals(ctx.layout, inputs, outs, new)
 
+  return forward, to_save, setup_context, saved
+
+
+def _backward_rules(core: op_core.OpCore, saved: Callable[..., Any]):
+  """``backward`` and ``jvp`` of the op's `torch.autograd.Function`."""
   def zeros(ctx, i):
-    spec = ctx.output_specs[i]
+    spec = ctx.specs.outputs[i]
     return torch.zeros(spec.shape, dtype=as_dtype(spec.dtype), device=ctx.device)
 
+  run_forward, run_backward, diff = core.forward, core.backward, core.op.diff_argnums
+
   def cotangents(ctx, inputs, residuals, upstream):
-    g = validation.cotangent_for(op, ctx.output_specs, upstream, lambda i: zeros(ctx, i),
-                                 ctx.single)
-    with _device_scope(inputs):
-      result = op.backward(xp, residuals, g, **params)
-    return validation.check_cotangents(op, NAME, ctx.input_specs, result, spec_of)
+    return run_backward(residuals, upstream, ctx.specs, lambda i: zeros(ctx, i), on=inputs)
 
   def backward(ctx, *upstream):
     inputs, residuals = saved(ctx, ctx.saved_tensors)
     if torch.is_grad_enabled():  # A graph of this backward is asked for (double backward):
-      residuals = run_forward(inputs)[1]  # residuals that carry the inputs' history.
+      residuals = run_forward(inputs).residuals  # residuals that carry the inputs' history.
     return cotangents(ctx, inputs, residuals, upstream[:ctx.counts[1]])
-
-  def setup_context_with_tangents(ctx, inputs, output):
-    setup_context(ctx, inputs, output)
-    ctx.save_for_forward(*to_save(ctx, inputs, output))
 
   def jvp(ctx, *tangents):
     """The output tangents: the backward's transpose (it is linear in g) at the tangents."""
     inputs, residuals = saved(ctx, ctx.saved_tensors)
-    floating = [i for i, s in enumerate(ctx.output_specs) if s.is_floating]
+    floating = [i for i, s in enumerate(ctx.specs.outputs) if s.is_inexact]
 
     def diff_cotangents(*g):
-      upstream = [None] * len(ctx.output_specs)
+      upstream = [None] * len(ctx.specs.outputs)
       for i, gi in zip(floating, g):
         upstream[i] = gi
       cts = cotangents(ctx, inputs, residuals, upstream)
-      return tuple(cts[i] for i in op.diff_argnums)
+      return tuple(cts[i] for i in diff)
 
     _, transpose = torch.func.vjp(diff_cotangents, *(zeros(ctx, i) for i in floating))
     out_tangents = transpose(tuple(
-        torch.zeros_like(inputs[i]) if tangents[i] is None else tangents[i]
-        for i in op.diff_argnums))
+        torch.zeros_like(inputs[i]) if tangents[i] is None else tangents[i] for i in diff))
     _, n_outputs, n_new = ctx.counts
     result = [None] * (n_outputs + n_new + 1)
     for i, t in zip(floating, out_tangents):
       result[i] = t
     return tuple(result)
 
+  return backward, jvp
+
+
+def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
+  """The op as a `torch.autograd.Function` (``function``) and its twin without ``jvp``
+  (``compiled_function``), which the call picks while torch.compile traces."""
+  op = core.op
+  if torch.compiler.is_compiling():
+    raise CrossgradError(
+        "an op is made while torch.compile traces", op=op.name, backend=NAME,
+        argument="crossgrad.torch.get",
+        hint=f"Call crossgrad.torch.get({op.name!r}, ...) once outside the compiled function "
+             "(e.g. at module level) and call the result inside it")
+  forward, to_save, setup_context, saved = _forward_rules(core)
+  backward, jvp = _backward_rules(core, saved)
+
+  def setup_context_with_tangents(ctx, inputs, output):
+    setup_context(ctx, inputs, output)
+    ctx.save_for_forward(*to_save(ctx, inputs, output))
+
   class_name = "".join(part.capitalize() for part in op.name.replace(".", "_").split("_"))
   methods = {"forward": staticmethod(forward), "backward": staticmethod(backward),
-             "generate_vmap_rule": True, "__doc__": f"crossgrad op '{op.name}' {params}."}
+             "generate_vmap_rule": True, "__doc__": f"crossgrad op '{op.name}' {core.params}."}
   full = type(class_name, (torch.autograd.Function,), {
       **methods, "setup_context": staticmethod(setup_context_with_tangents),
       "jvp": staticmethod(jvp)})
@@ -397,21 +393,17 @@ def _emit(op: OpDef, params: dict) -> Callable[..., Any]:
   compiled = type(class_name + "Compiled", (torch.autograd.Function,), {
       **methods, "setup_context": staticmethod(setup_context)})
 
-  def call(*inputs):
-    validation.check_input_count(op, NAME, inputs)
-    like = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
-    tensors = [_tensor(x, like) for x in inputs]
-    validation.check_inputs(op, NAME, [spec_of(x) for x in tensors], params)
+  def run(*tensors):
     function = compiled if torch.compiler.is_compiling() else full
     result = function.apply(*tensors)
-    n_outputs, single = result[-1][:2]
-    return result[0] if single else tuple(result[:n_outputs])
+    n_outputs, specs = result[-1][:2]
+    return result[0] if specs.single else tuple(result[:n_outputs])
 
-  call.function, call.compiled_function = full, compiled
-  return call
+  run.function, run.compiled_function = full, compiled
+  return run
 
 
-get = base.make_get(NAME, _emit)
+get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
 
 _cpu_devices = 1
 
@@ -482,7 +474,7 @@ def _vjp(run: Callable[..., Any], op: OpDef, args: list, cotangent: Sequence[Any
   (zeros where unused) for output ``cotangent``; with ``create_graph``, differentiable."""
   diff_args = [args[i] for i in op.diff_argnums]
   for x in diff_args:  # An integer one is the call's error to report.
-    x.requires_grad_(x.is_floating_point())
+    x.requires_grad_(_inexact(x))
   outs = validation.as_tuple(run(*args))
   pairs = [(o, _from_numpy(c, target)) for o, c in zip(outs, cotangent) if c is not None]
   grads = (torch.autograd.grad([o for o, _ in pairs], diff_args,
@@ -513,7 +505,7 @@ def _output_tangents(fn: Callable[..., Any], op: OpDef, args: list, tangents: Se
       duals[i] = forward_ad.make_dual(args[i], _from_numpy(tangents[i], target))
     outs = validation.as_tuple(fn(*duals))
     tangent = [forward_ad.unpack_dual(o).tangent for o in outs]
-  return tuple(None if not o.is_floating_point() else
+  return tuple(None if not _inexact(o) else
                _to_numpy(torch.zeros_like(o) if t is None else t)
                for o, t in zip(outs, tangent))
 
@@ -576,10 +568,23 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   return {t: result for t in transforms}
 
 
-def precision_scope(arrays: Sequence[Any]):
-  """torch keeps every dtype as it is."""
+@contextlib.contextmanager
+def precision_scope(arrays: Sequence[Any], float32: str | None = None):
+  """torch keeps every dtype as it is; with ``float32="highest"``, TF32 is off for CUDA
+  matmuls and cuDNN convolutions and the float32 matmul precision is "highest"."""
   del arrays
-  return contextlib.nullcontext()
+  if float32 != "highest":
+    yield
+    return
+  saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+           torch.get_float32_matmul_precision())
+  torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+  torch.set_float32_matmul_precision("highest")
+  try:
+    yield
+  finally:
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+    torch.set_float32_matmul_precision(saved[2])
 
 
 def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:

@@ -19,6 +19,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 from absl import flags
 
+from crossgrad.checker import flag_help
+
 
 def interleaved_medians(candidates: Mapping[str, Callable[[], Any]], repeats: int,
                         warmup: int = 1, number: int = 1, warm: int = 0) -> dict[str, float]:
@@ -64,6 +66,7 @@ def define_common_flags(name: str):
   """``--quick`` and ``--json`` (default ``out/<name>.json``), shared by the benchmarks."""
   flags.DEFINE_bool("quick", False, "Smallest sizes, few repeats.")
   flags.DEFINE_string("json", f"out/{name}.json", "Where to write the JSON.")
+  flag_help.list_in_help(__name__)  # The benchmark's --help lists them.
 
 
 def parse_ints(text: str) -> list[int]:
@@ -87,6 +90,7 @@ def define_ints(name: str, help_text: str, flag_values: flags.FlagValues = flags
   """A ``--name=1e3,1000000`` flag read as ``[1000, 1000000]`` (default None)."""
   flags.DEFINE(_IntsParser(), name, None, help_text, flag_values,
                flags.CsvListSerializer(","))
+  flag_help.list_in_help(__name__, flag_values=flag_values)
 
 
 def _cpu_model() -> str:

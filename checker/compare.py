@@ -3,9 +3,9 @@
 Every comparison row reports two errors: the relative one (what passes or fails a row at
 the default tolerance) and the largest distance in units in the last place (ULPs) of the
 dtype between corresponding elements (1 for neighbouring floats; 0 for 0.0 against -0.0;
-inf where one side is NaN and the other not). ``tolerance="bitwise"`` demands identical
-bits instead (any NaN matches any NaN: payloads are not portable) and names the first
-element that differs.
+inf where one side is NaN and the other not). 0.0 equals -0.0. ``tolerance="bitwise"``
+demands identical bits instead (any NaN matches any NaN: payloads are not portable; 0.0
+and -0.0 differ) and names the first element that differs.
 """
 
 from __future__ import annotations
@@ -113,10 +113,37 @@ def _robust_errors(a: np.ndarray, e: np.ndarray) -> np.ndarray:
 
 
 def _class_mismatch(a: np.ndarray, e: np.ndarray) -> np.ndarray:
-  """Where NaN-ness, an infinity (with its sign) or the sign of a zero differs."""
-  zero_sign = (a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e))
+  """Where NaN-ness or an infinity (with its sign) differs (0.0 equals -0.0)."""
   return ((np.isnan(a) != np.isnan(e)) | (np.isinf(a) != np.isinf(e))
-          | (np.isinf(a) & np.isinf(e) & (a != e)) | zero_sign)
+          | (np.isinf(a) & np.isinf(e) & (a != e)))
+
+
+def mismatches(actual: np.ndarray, expected: np.ndarray, tolerance: float,
+               bitwise: bool = False) -> np.ndarray:
+  """Elementwise, as a special row judges: where the bits differ (``bitwise``, NaN matching
+  NaN), else where NaN-ness or an infinity differs or the relative error
+  (`_robust_errors`) exceeds ``tolerance``; integers where they differ."""
+  actual, expected = np.asarray(actual), np.asarray(expected)
+  if bitwise:
+    return ~bitwise_equal(actual, expected)
+  if not (np.issubdtype(expected.dtype, np.floating) or expected.dtype.name == "bfloat16"):
+    return actual != expected
+  return _class_mismatch(actual, expected) | (_robust_errors(actual, expected) > tolerance)
+
+
+def what_differs(actual: np.ndarray, expected: np.ndarray, where: np.ndarray) -> set[str]:
+  """Words for the differences at the elements ``where``: "NaN vs a number", "infinity",
+  "finite value", "signed zero" (bitwise only) or "integer value"."""
+  actual, expected = np.asarray(actual)[where], np.asarray(expected)[where]
+  if not np.issubdtype(expected.dtype, np.floating):
+    return {"integer value"} if actual.size else set()
+  nan = np.isnan(actual) != np.isnan(expected)
+  inf = ~nan & _class_mismatch(actual, expected)
+  zero = (actual == 0) & (expected == 0)
+  kinds = {"NaN vs a number": nan.any(), "infinity": inf.any(),
+           "signed zero": (zero & ~(nan | inf)).any(),
+           "finite value": (~(nan | inf | zero)).any()}
+  return {k for k, found in kinds.items() if found}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,8 +215,8 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
     tolerance: the largest relative error that passes.
     bitwise: pass only on identical bits (NaN matches NaN); the note names the first
       element that differs.
-    elementwise: for special inputs: NaN, infinities and signed zeros must match element
-      for element, and the relative error is taken per element (`_robust_errors`).
+    elementwise: for special inputs: NaN and infinities must match element for element,
+      and the relative error is taken per element (`_robust_errors`).
     reference: what ``expected`` is called in notes ("reference", "cpu:0").
     relaxations: ``(what, transform)`` pairs, where the strict comparison fails (never
       with ``bitwise``): the first, then the first two, ... are applied to each pair of
@@ -253,8 +280,8 @@ def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference
 
 
 def _describe(name: str, a: np.ndarray, e: np.ndarray, flat: int, reference: str) -> str:
-  index = "[" + ", ".join(map(str, np.unravel_index(flat, a.shape))) + "]" if a.shape else ""
-  if not a.size:
+  if not a.size:  # Zero-size arrays differ only in dtype or shape, named by the caller.
     return name
+  index = "[" + ", ".join(map(str, np.unravel_index(flat, a.shape))) + "]" if a.shape else ""
   return f"{name}{index}: {a.reshape(-1)[flat].item()!r} vs {reference} " \
          f"{e.reshape(-1)[flat].item()!r}"

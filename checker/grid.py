@@ -2,8 +2,9 @@
 
 The grid has one line per op and parameter set and one column per backend and mode, both
 taken from the rows in the order they first appear (so new check kinds and modes need no
-change here). A cell is ``FAIL`` if any of its rows failed, ``skipped`` if all of them
-are skipped, ``ok`` otherwise, and shows the error of its worst row: the one furthest past
+change here). A cell is ``FAIL`` if any of its rows failed, else ``ADVISORY`` if one
+reports a divergence at special values, ``skipped`` if all of them are skipped, ``ok``
+otherwise, and shows the error of its worst row: the one furthest past
 its tolerance (a row that raised counts as infinitely far), or, in a passing cell, the
 one closest to it. Passing rows past their tolerance are informational (``fd_forward``)
 and count only in a cell that has nothing else.
@@ -15,9 +16,9 @@ import dataclasses
 import math
 from typing import Iterable
 
-from crossgrad.checker.report import Report, Row
+from crossgrad.checker.report import ADVISORY, FAIL, OK, Check, Report, Row
 
-OK, FAIL, SKIPPED = "ok", "FAIL", "skipped"
+SKIPPED = "skipped"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +80,10 @@ def summarize(rows: list[Row]) -> Cell:
   failing = [r for r in rows if not r.ok]
   if failing:
     return Cell(FAIL, max(failing, key=_badness), len(rows))
-  counted = [r for r in rows if r.check != SKIPPED]
+  advisory = [r for r in rows if r.advisory]
+  if advisory:
+    return Cell(ADVISORY, max(advisory, key=_badness), len(rows))
+  counted = [r for r in rows if r.check != Check.SKIPPED]
   if not counted:
     return Cell(SKIPPED, None, len(rows))
   measured = [r for r in counted if r.error is not None]
@@ -117,12 +121,16 @@ def grid_text(g: Grid) -> str:
 
 
 def text_report(report: Report, all_rows: bool = False) -> str:
-  """The grid, the failing rows, every row (with ``all_rows``), the summary line."""
+  """The grid, the failing rows, the advisory ones, every row (with ``all_rows``), the
+  summary line."""
   parts = ["summary (worst error per cell):", grid_text(grid(report.rows)), ""]
   if report.failures:
     parts += ["failing rows:", report.table(failures_only=True, summary=False), ""]
   else:
     parts += ["failing rows: none", ""]
+  if report.advisories:
+    parts += ["advisory rows (divergences at special values; they do not fail the check):",
+              report.table(rows=report.advisories, summary=False), ""]
   if all_rows:
     parts += ["every row:", report.table(summary=False), ""]
   return "\n".join(parts + [report.summary()])

@@ -36,11 +36,11 @@ import numpy as np
 
 from crossgrad.backends import base
 from crossgrad.checker import finite_diff
-from crossgrad.checker.report import Row
+from crossgrad.checker.report import Check, Row, RowContext
 from crossgrad.registry import validation
 from crossgrad.registry.opdef import OpDef
 
-KINDS = ("jvp", "second_order")
+KINDS = (Check.JVP, Check.SECOND_ORDER)
 DUAL_LIMIT = 4096  # Outputs up to this many elements get the transposed backward in full.
 SECOND_ORDER_FULL_LIMIT = 2048  # Inputs up to this many elements: second order in full.
 DIRECTIONS = 4  # Random directions of a dot-product test, beyond those limits.
@@ -80,10 +80,11 @@ class Case:
   compare: Callable[..., tuple[float, str]]
   seed: int = 0
 
-  def row(self, backend: str, device: str, mode: str, check: str, error: float | None,
+  def row(self, backend: str, device: str, mode: str, check: Check, error: float | None,
           ok: bool, note: str = "", seconds: float = 0.0, tolerance: float | None = None):
-    return Row(self.op.name, self.label, backend, device, self.dtype, mode, check, error,
-               self.tolerance if tolerance is None else tolerance, ok, note, seconds)
+    context = RowContext(self.op.name, self.label, backend, device, self.dtype, mode)
+    return context.row(check, error, self.tolerance if tolerance is None else tolerance, ok,
+                       note, seconds)
 
   def rng(self, purpose: str) -> np.random.Generator:
     return np.random.default_rng([self.seed, zlib.crc32(f"{self.dtype} {purpose}".encode())])
@@ -280,19 +281,21 @@ def reference_second_order(op: OpDef, params: dict, inputs, cotangent, direction
 
 
 def _skip(case: Case, backend: str, device: str, mode: str, kind: str, reason: str) -> Row:
-  return dataclasses.replace(case.row(backend, device, mode, "skipped", None, True,
+  return dataclasses.replace(case.row(backend, device, mode, Check.SKIPPED, None, True,
                                       f"{kind}: {reason}"), tolerance=None)
 
 
 def _run(case: Case, backend: str, device: str, mode: str, kind: str, call):
-  """``call()``, or the skipped / failing row it ends in."""
+  """``call()``, or the skipped / failing row it ends in; ``kind`` names the checks it
+  serves ("jvp+second_order"), the failing row has the first."""
   started = time.perf_counter()
   try:
     return call(), time.perf_counter() - started
   except NotImplementedError as e:
     return _skip(case, backend, device, mode, kind, str(e) or "not implemented"), 0.0
   except Exception as e:  # pylint: disable=broad-except
-    return case.row(backend, device, mode, kind, None, False, _first_line(e),
+    return case.row(backend, device, mode, Check(kind.split("+")[0]), None, False,
+                    _first_line(e),
                     time.perf_counter() - started), 0.0
 
 
@@ -334,8 +337,8 @@ def mode_rows(case: Case, backend: str, module: Any, device: str, mode: str,
     if kind in reasons:
       rows.append(_skip(case, backend, device, mode, kind, reasons[kind]))
     elif isinstance(got, Row):
-      rows.append(dataclasses.replace(got, check=kind if got.check != "skipped" else
-                                      got.check, note=got.note if got.check != "skipped"
+      rows.append(dataclasses.replace(got, check=kind if got.check != Check.SKIPPED else
+                                      got.check, note=got.note if got.check != Check.SKIPPED
                                       else f"{kind}: {got.note.split(': ', 1)[-1]}"))
     else:
       if kind == "jvp":
@@ -362,7 +365,7 @@ def _round_trip_row(case, backend, module, device, mode, eager, results) -> Row:
   names = ([f"output {k}" for k in range(len(eager[0]))]
            + [f"d{n}" for n in case.op.input_names])
   err, note = case.compare([*results[0], *results[1]], [*eager[0], *eager[1]], names)
-  return case.row(backend, device, mode, "round_trip", err, err <= case.tolerance,
+  return case.row(backend, device, mode, Check.ROUND_TRIP, err, err <= case.tolerance,
                   f"vs {module.MODES[0]}: " + ("bitwise equal" if err == 0 else note))
 
 
@@ -417,19 +420,19 @@ def transform_rows(case: Case, backend: str, module: Any, device: str, transform
       got[transform] = alone
   for transform in transforms:
     if transform in skipped:
-      rows.append(case.row(backend, device, transform, "skipped", None, True,
+      rows.append(case.row(backend, device, transform, Check.SKIPPED, None, True,
                            f"unsupported by the op: {skipped[transform]}"))
       continue
     result = got[transform]
     if isinstance(result, Row):
-      rows.extend([result] if result.check == "skipped" else
-                  [result, dataclasses.replace(result, check="vjp")])
+      rows.extend([result] if result.check == Check.SKIPPED else
+                  [result, dataclasses.replace(result, check=Check.VJP)])
       continue
     if isinstance(result, dict):
       result = result[transform]
     for check, actual, want, names in (
-        ("forward", result[0], want_outs, [f"output {k}" for k in range(len(want_outs))]),
-        ("vjp", result[1], want_cts, [f"d{n}" for n in op.input_names])):
+        (Check.FORWARD, result[0], want_outs, [f"output {k}" for k in range(len(want_outs))]),
+        (Check.VJP, result[1], want_cts, [f"d{n}" for n in op.input_names])):
       err, note = case.compare(actual, want, names)
       ok = err <= case.tolerance
       rows.append(case.row(backend, device, transform, check, err, ok, "" if ok else note,

@@ -20,6 +20,7 @@ th { background: #f0f0f0; }
 td.note { white-space: normal; max-width: 40em; }
 .ok { background: #e6f4e6; }
 .FAIL { background: #f8d7d7; font-weight: bold; }
+.ADVISORY { background: #fff3cd; }
 .skipped { background: #eeeeee; color: #666; }
 .absent { color: #aaa; }
 """
@@ -57,7 +58,7 @@ def _rows_table(rows: list[Row]) -> list[str]:
   names = [f.name for f in dataclasses.fields(Row)]
   out = ["<table class='rows'>", "<tr>" + "".join(f"<th>{_e(n)}</th>" for n in names) + "</tr>"]
   for row in rows:
-    status = grid_lib.OK if row.ok else grid_lib.FAIL
+    status = row.status
     tds = []
     for name in names:
       value = getattr(row, name)

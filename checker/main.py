@@ -13,7 +13,8 @@ exits non-zero on a mismatch.
 The report: a summary grid (op and parameter set x backend and mode, worst error per
 cell), the failing rows, then with --all_rows every row.
 
-Exit status: 0 if every check passed, 1 if one failed, 2 for a bad flag value or a
+Exit status: 0 if every check passed (advisory rows, divergences at special values, pass),
+1 if one failed, 2 for a bad flag value or a
 selection that checks nothing (a one-line message on stderr).
 """
 
@@ -26,11 +27,13 @@ from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import compare
 from crossgrad.checker import engine
+from crossgrad.checker import flag_help
 from crossgrad.checker import grid
 from crossgrad.checker import html_report
 from crossgrad.checker import keras_rows
 from crossgrad.checker import quiet
 from crossgrad.checker import selection
+from crossgrad.checker import special_values
 from crossgrad.registry import op_registry
 from crossgrad.registry import ops  # pylint: disable=unused-import  # The built-in ops.
 from crossgrad.registry.errors import CrossgradError
@@ -57,8 +60,19 @@ _MODULE = flags.DEFINE_multi_string(
 _TOLERANCE = flags.DEFINE_string(
     "tolerance", "default", "'default' (relative, per dtype), a number (relative), or "
     "'bitwise': identical bits across backends, modes and devices.")
-_SPECIAL = flags.DEFINE_bool("special", True, "Also compare on special values (0, -0.0, "
-                             "+-inf, NaN, the dtype's extremes, the ops' own edges).")
+_SPECIAL = flags.DEFINE_string(
+    "special", "advisory", "Special-value rows (0, -0.0, +-inf, NaN, the dtype's extremes, "
+    "the ops' own edges): 'advisory' (differences only where the reference is not finite "
+    "or an input is not finite or extreme, or a framework raising there, are reported "
+    "but do not fail), 'strict' (they fail) or 'off' ('true'/'false' also work).")
+_PRECISION = flags.DEFINE_string(
+    "precision", "highest", "'highest': every backend computes float32 matmuls and "
+    "convolutions in full float32 precision during the check (no TF32 or bfloat16 passes on "
+    "GPUs), restored afterwards; 'framework': the frameworks' own defaults, to measure them.")
+_DETERMINISM = flags.DEFINE_bool(
+    "determinism", False, "Run every backend, device and mode twice and compare the runs "
+    "bit for bit (determinism rows: nondeterministic gradients, e.g. GPU scatter-adds); "
+    "doubles the time of the forward and vjp rows.")
 _JSON = flags.DEFINE_string("json", None, "Write the report as JSON to this path.")
 _HTML = flags.DEFINE_string("html", None, "Write the report as one self-contained HTML page.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed for inputs, cotangents and directions.")
@@ -107,9 +121,13 @@ def _check(argv) -> int:
     modules = selection.backends(_BACKENDS.value, flags=True)
     selection.check(ops, modules, _DTYPES.value, _DEVICES.value, _MODES.value, flags=True)
     tolerance = compare.check_tolerance(_TOLERANCE.value, "--tolerance")
+    special = special_values.policy(_SPECIAL.value, "--special")
+    if _PRECISION.value not in engine.PRECISIONS:
+      raise selection.unknown("--precision", _PRECISION.value, engine.PRECISIONS)
     report = engine.cross_check(
         ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
-        modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=_SPECIAL.value,
+        modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
+        precision=_PRECISION.value, determinism=_DETERMINISM.value,
         progress=lambda line: print(line, file=sys.stderr, flush=True))
   except CrossgradError as e:
     return _fail(str(e))
@@ -128,6 +146,7 @@ def _check(argv) -> int:
 
 def run():
   """Console-script entry point (``crossgrad-check``)."""
+  flag_help.list_in_help(__name__)
   app.run(main)
 
 

@@ -2,27 +2,73 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import enum
 import json
 import math
 from typing import Any
+
+
+class Check(enum.StrEnum):
+  """Every kind of row (its ``check``): the one place to add one.
+
+  A new kind gets a member here, a line in `Row`'s docstring and in the table of
+  docs/cross-check.md, and, if it verifies nothing by itself, a place in `INFORMATIONAL`;
+  the grid, the table, JSON and HTML take kinds from the rows (a `str` enum: they print
+  and serialise as the plain strings).
+  """
+
+  FD = "fd"
+  FD_FORWARD = "fd_forward"
+  DECLARED = "declared"
+  FORWARD = "forward"
+  VJP = "vjp"
+  SPECIAL = "special"
+  DEVICE = "device"
+  DETERMINISM = "determinism"
+  JVP = "jvp"
+  SECOND_ORDER = "second_order"
+  ROUND_TRIP = "round_trip"
+  SKIPPED = "skipped"
+  REFERENCE = "reference"
+  SAMPLE = "sample"
+
+
+# Rows that verify nothing by themselves; a report of only these checked nothing.
+INFORMATIONAL = (Check.SKIPPED, Check.DECLARED, Check.FD_FORWARD)
+OK, FAIL, ADVISORY = "ok", "FAIL", "ADVISORY"
 
 
 @dataclasses.dataclass(frozen=True)
 class Row:
   """One comparison: an op's forward, VJP or finite-difference check in one setting.
 
-  ``check`` is ``forward`` or ``vjp`` (against the NumPy reference), ``fd`` (the
-  backward against finite differences of the forward, or of the surrogate for
-  surrogate ops), ``fd_forward`` (informational for surrogate ops: how far the
-  backward is from the forward's own derivative; never fails), ``declared``
-  (informational, for a declared gradient: there is no oracle, the backward is only
-  compared across backends; the error is its distance from the forward's derivative),
-  ``special`` (forward and VJP on special values against the reference, element by
-  element), ``device`` (outputs and cotangents on this device against the backend's
-  first device) or ``skipped`` (a mode listed in the op's ``unsupported_modes``, with
-  the reason in ``note``). ``ulps`` is the largest distance between corresponding
-  elements in units in the last place of the dtype (comparison rows only).
+  ``check`` (a `Check`) is one of:
+
+  * ``fd``: the reference backward against finite differences of the forward (of the
+    surrogate for surrogate ops), float64;
+  * ``fd_forward``: informational for surrogate ops: how far the backward is from the
+    forward's own derivative; never fails;
+  * ``declared``: informational, for a declared gradient: there is no oracle, the backward
+    is only compared across backends; the error is its distance from the forward's
+    derivative;
+  * ``forward``, ``vjp``: a backend's outputs and input cotangents against the NumPy
+    reference, sampled inputs (also per transformation mode, on a batch);
+  * ``special``: forward and VJP on special values against the reference, element by
+    element; ``advisory`` where they differ only at special elements (`special_values`);
+  * ``device``: outputs and cotangents on this device against the backend's first device;
+  * ``determinism``: the same setting run twice, bit for bit (``determinism=True``);
+  * ``jvp``, ``second_order``: forward-mode tangents and the gradient of <vjp, v> against
+    finite differences (`higher_order`);
+  * ``round_trip``: an export mode's outputs and cotangents against the backend's eager ones;
+  * ``skipped``: a mode or check the op or backend cannot run, with the reason in ``note``;
+  * ``reference``, ``sample``: the NumPy reference, or the op's ``sample``, raised.
+
+  ``ulps`` is the largest distance between corresponding elements in units in the last
+  place of the dtype (comparison rows only). An ``advisory`` row passes (``ok``) but reports
+  a divergence at special values; ``advisory`` says what differed ("NaN vs a number",
+  "raises"). ``status`` is ``ok``, ``FAIL`` or ``ADVISORY``.
   """
 
   op: str
@@ -31,24 +77,49 @@ class Row:
   device: str
   dtype: str
   mode: str
-  check: str
+  check: Check
   error: float | None
   tolerance: float | None
   ok: bool
   note: str = ""
   seconds: float = 0.0
   ulps: float | None = None
+  advisory: str = ""
+
+  @property
+  def status(self) -> str:
+    return ADVISORY if self.advisory else OK if self.ok else FAIL
+
+
+@dataclasses.dataclass(frozen=True)
+class RowContext:
+  """Where rows come from: op, parameter label, backend, device, dtype and mode; makes
+  the rows of that setting (`row`) and of a neighbouring one (`at`)."""
+
+  op: str
+  params: str
+  backend: str
+  device: str
+  dtype: str
+  mode: str
+
+  def at(self, **changes: str) -> "RowContext":
+    return dataclasses.replace(self, **changes)
+
+  def row(self, check: Check, error: float | None = None, tolerance: float | None = None,
+          ok: bool = False, note: str = "", seconds: float = 0.0, ulps: float | None = None,
+          advisory: str = "") -> Row:
+    return Row(self.op, self.params, self.backend, self.device, self.dtype, self.mode,
+               Check(check), error, tolerance, ok, note, seconds, ulps, advisory)
 
 
 _COLUMNS = ("op", "params", "backend", "device", "dtype", "mode", "check", "error", "ulps",
             "tolerance", "status", "note")
-# Rows that verify nothing by themselves; a report of only these checked nothing.
-INFORMATIONAL = ("skipped", "declared", "fd_forward")
 
 
 def _cell(row: Row, column: str) -> str:
   if column == "status":
-    return "ok" if row.ok else "FAIL"
+    return row.status
   value = getattr(row, column)
   if column == "ulps" and value is not None:
     return f"{value:.0f}" if math.isfinite(value) else "inf"
@@ -79,13 +150,26 @@ class Report:
   def failures(self) -> list[Row]:
     return [row for row in self.rows if not row.ok]
 
-  def summary(self) -> str:
-    declared = sum(row.check == "declared" for row in self.rows)
-    return (f"crossgrad cross-check: {len(self.rows)} checks, {len(self.failures)} failing, "
-            f"{declared} with no oracle (declared gradients), {self.seconds:.1f} s")
+  @property
+  def advisories(self) -> list[Row]:
+    """Passing rows that report a divergence at special values."""
+    return [row for row in self.rows if row.advisory]
 
-  def table(self, failures_only: bool = False, summary: bool = True) -> str:
-    rows = self.failures if failures_only else self.rows
+  def summary(self) -> str:
+    declared = sum(row.check == Check.DECLARED for row in self.rows)
+    what = collections.Counter(part for row in self.advisories
+                               for part in row.advisory.split(", "))
+    advisory = (f"{len(self.advisories)} advisory at special values"
+                + (f" ({', '.join(f'{k}: {n}' for k, n in sorted(what.items()))})"
+                   if what else "") + ", ")
+    return (f"crossgrad cross-check: {len(self.rows)} checks, {len(self.failures)} failing, "
+            f"{declared} with no oracle (declared gradients), {advisory}"
+            f"{self.seconds:.1f} s")
+
+  def table(self, failures_only: bool = False, summary: bool = True,
+            rows: list[Row] | None = None) -> str:
+    """Aligned text of ``rows`` (default: every row, or the failing ones)."""
+    rows = rows if rows is not None else self.failures if failures_only else self.rows
     cells = [_COLUMNS] + [tuple(_cell(r, c) for c in _COLUMNS) for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(_COLUMNS) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)) + "  " + line[-1]
@@ -95,7 +179,7 @@ class Report:
   __str__ = table
 
   def to_dict(self) -> dict[str, Any]:
-    rows = [dataclasses.asdict(r) for r in self.rows]
+    rows = [{**dataclasses.asdict(r), "status": r.status} for r in self.rows]
     for row in rows:  # Strict JSON has no NaN or infinity.
       for key in ("error", "ulps"):
         if isinstance(row[key], float) and not math.isfinite(row[key]):

@@ -19,7 +19,7 @@ from crossgrad.registry import op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
-DTYPES = ("float16", "float32", "float64")  # What the NumPy reference computes in.
+DTYPES = ("float16", "bfloat16", "float32", "float64")  # What the NumPy reference computes in.
 PLATFORMS = ("cpu", "gpu", "tpu")
 
 

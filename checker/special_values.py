@@ -9,14 +9,25 @@ each. The first block of specials is aligned across inputs (every input holds th
 value at the same place: ties such as ``u == p``), the second rotated by the input's
 position (pairs such as inf + -inf); an input with fewer elements takes the first
 values. No finite differences: one ``special`` row per backend, device and mode compares
-outputs and cotangents element by element (NaN, infinities and signed zeros exactly,
-finite values at the row's tolerance) with the NumPy reference on the same inputs.
+outputs and cotangents element by element (NaN and infinities exactly, finite values at
+the row's tolerance; 0.0 equals -0.0 but under ``bitwise``) with the NumPy reference on
+the same inputs.
 
 Legitimate framework differences pass with a note saying which: subnormal results
 flushed to zero (FTZ, TensorFlow and XLA on CPU) always; those an op declares in
-`OpDef.special_differences` for that op only (``"signed_zero"``: 0.0 matches -0.0;
-``"overflow_order"``: NaN and infinities match anything; ``"daz"``: the backend matches
-the reference run with subnormal inputs read as zero).
+`OpDef.special_differences` for that op only (``"overflow_order"``: NaN and infinities
+match anything; ``"daz"``: the backend matches the reference run with subnormal inputs
+read as zero; ``"raises"``: the backend may raise).
+
+The policy (``special="advisory"``, the default): a difference is advisory, a passing row
+with status ``ADVISORY`` saying what differed, where every differing element is special,
+and where a backend (or the reference) raises on the special inputs. An element of an
+output or cotangent is special where the reference's value there is not finite, or where
+it depends on an input element that is not finite or at the dtype's extremes (+-largest,
++-smallest normal): it changes when those input elements are replaced by the sampled values
+or by NaN (`special_elements`). A difference at any other element, a finite reference at
+finite, ordinary inputs such as 0 or the op's edges, fails. ``special="strict"`` fails
+every difference.
 """
 
 from __future__ import annotations
@@ -29,9 +40,27 @@ from typing import Any, Sequence
 import numpy as np
 
 from crossgrad.checker import compare
-from crossgrad.checker.report import Row
+from crossgrad.checker.report import Check, Row, RowContext
 from crossgrad.registry import validation
+from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import SPECIAL_DIFFERENCES, OpDef
+
+
+POLICIES = ("advisory", "strict")
+
+
+def policy(special: bool | str, argument: str = "special") -> str | None:
+  """``special`` as `cross_check` takes it: None (no special rows: False, "off"),
+  "advisory" (True, the default) or "strict"; else a `CrossgradError` naming ``argument``."""
+  if special is True or special in ("advisory", "true"):
+    return "advisory"
+  if special is False or special in ("off", "false"):
+    return None
+  if special == "strict":
+    return "strict"
+  raise CrossgradError("unknown special-values policy", argument=argument,
+                       expected="'advisory' (default), 'strict' or 'off'",
+                       actual=repr(special))
 
 
 def _floating(dtype: np.dtype) -> bool:
@@ -95,6 +124,7 @@ class Case:
   expected: list[np.ndarray | None]
   names: list[str]
   alternatives: list[tuple[str, list[np.ndarray | None]]]
+  special: list[np.ndarray | None]  # Per element of ``expected``: special (see above).
 
 
 def _reference(op, params, inputs, reference, cotangent=None):
@@ -124,27 +154,72 @@ def prepare(op: OpDef, params: dict, inputs: Sequence[np.ndarray], dtype: str, r
     if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(read, special)):
       alternatives.append((_declared(op, "daz"),
                            _reference(op, params, read, reference, cotangent)[0]))
-  return Case(special, cotangent, expected, names, alternatives)
+  masks = special_elements(op, params, special, inputs, expected, cotangent, reference)
+  return Case(special, cotangent, expected, names, alternatives, masks)
+
+
+def _extreme(x: np.ndarray) -> np.ndarray:
+  """Where a floating input is not finite or at its dtype's extremes."""
+  if not _floating(x.dtype):
+    return np.zeros(x.shape, bool)
+  info, magnitude = np.finfo(x.dtype), np.abs(x)
+  return ~np.isfinite(x) | (magnitude == info.max) | (magnitude == info.tiny)
+
+
+def special_elements(op: OpDef, params: dict, special: Sequence[np.ndarray],
+                     sampled: Sequence[np.ndarray], expected, cotangent,
+                     reference) -> list[np.ndarray | None]:
+  """Per element of ``expected`` (the reference on the ``special`` inputs): True where it
+  is not finite or depends on a non-finite or extreme input element, that is changes when
+  those input elements become their ``sampled`` values, or NaN. Where such a run raises or
+  changes a shape, every element counts as special."""
+  marks = [_extreme(np.asarray(x)) for x in special]
+  masks = [None if e is None else ~np.isfinite(e) if _floating(np.asarray(e).dtype)
+           else np.zeros(np.shape(e), bool) for e in expected]
+  if not any(m.any() for m in marks):
+    return masks
+  for fill in (sampled, [np.full(np.shape(x), np.nan, np.asarray(x).dtype)
+                         if _floating(np.asarray(x).dtype) else x for x in special]):
+    changed = [np.where(m, np.asarray(f, np.asarray(x).dtype), x)
+               for x, m, f in zip(special, marks, fill)]
+    try:
+      other, _ = _reference(op, params, changed, reference, cotangent)
+    except Exception:  # pylint: disable=broad-except
+      return [None if e is None else np.ones(np.shape(e), bool) for e in expected]
+    for k, (e, o) in enumerate(zip(expected, other)):
+      if e is None:
+        continue
+      if o is None or np.shape(o) != np.shape(e):
+        masks[k] = np.ones(np.shape(e), bool)
+      else:
+        masks[k] |= ~compare.bitwise_equal(np.asarray(o), np.asarray(e))
+  return masks
 
 
 def _declared(op: OpDef, kind: str) -> str:
   return f"declared difference: {SPECIAL_DIFFERENCES[kind]} ({op.special_differences[kind]})"
 
 
-def row(op: OpDef, params: dict, label: str, module: Any, device: str, dtype: str, mode: str,
-        case: Case, tolerance: float, bitwise: bool) -> Row:
-  """Runs ``module`` on the special inputs and compares everything with the reference."""
+def row(op: OpDef, params: dict, context: RowContext, module: Any, case: Case,
+        tolerance: float, bitwise: bool, strict: bool = False) -> Row:
+  """Runs ``module`` on the special inputs and compares everything with the reference;
+  divergences at special elements are advisory unless ``strict``."""
   start = time.perf_counter()
   try:
     outputs, cotangents = module.evaluate(op, params, case.inputs, case.cotangent,
-                                          device=device, mode=mode)
+                                          device=context.device, mode=context.mode)
   except Exception as e:  # pylint: disable=broad-except
     text = str(e).strip().splitlines()
     raised = f"{type(e).__name__}: {text[0] if text else ''}"
-    declared = "raises" in op.special_differences
-    return Row(op.name, label, module.NAME, device, dtype, mode, "special", None, tolerance,
-               declared, (f"{_declared(op, 'raises')}; {raised}" if declared else raised)[:300],
-               time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    if "raises" in op.special_differences:
+      return context.row(Check.SPECIAL, None, tolerance, True,
+                         f"{_declared(op, 'raises')}; {raised}"[:300], seconds)
+    if strict:
+      return context.row(Check.SPECIAL, None, tolerance, False, raised[:300], seconds)
+    return context.row(Check.SPECIAL, None, tolerance, True,
+                       f"advisory: raises on special inputs: {raised}"[:300], seconds,
+                       advisory="raises")
   actual = [*outputs, *cotangents]
   relaxations = [compare.FTZ]
   for kind, transform in (("signed_zero", compare.unsigned_zeros),
@@ -161,5 +236,38 @@ def row(op: OpDef, params: dict, label: str, module: Any, device: str, dtype: st
           alternative, ulps=result.ulps,
           note=f"{what}; strictly {result.note.split(': ', 1)[1]}")
       break
-  return Row(op.name, label, module.NAME, device, dtype, mode, "special", result.error,
-             tolerance, result.ok, result.note, time.perf_counter() - start, result.ulps)
+  seconds = time.perf_counter() - start
+  if result.ok or strict:
+    return context.row(Check.SPECIAL, result.error, tolerance, result.ok, result.note,
+                       seconds, result.ulps)
+  return _judged(context, actual, case, tolerance, bitwise, relaxations, result, seconds)
+
+
+def _judged(context: RowContext, actual, case: Case, tolerance: float, bitwise: bool,
+            relaxations, result: compare.Comparison, seconds: float) -> Row:
+  """A failing comparison judged by the policy: advisory if only special elements differ,
+  else failing, its error and note from the other elements."""
+  what, outside, masked = set(), False, []
+  for a, e, special in zip(actual, case.expected, case.special):
+    if e is None:
+      masked.append(a)
+      continue
+    a, e = (None if a is None else np.asarray(a)), np.asarray(e)
+    if a is None or a.dtype != e.dtype or a.shape != e.shape:
+      return context.row(Check.SPECIAL, result.error, tolerance, False, result.note,
+                         seconds, result.ulps)
+    relaxed_a, relaxed_e = a, e
+    for _, transform in ([] if bitwise else relaxations):
+      relaxed_a, relaxed_e = transform(relaxed_a, relaxed_e)
+    bad = compare.mismatches(relaxed_a, relaxed_e, tolerance, bitwise)
+    outside |= bool((bad & ~special).any())
+    what |= compare.what_differs(relaxed_a, relaxed_e, bad)
+    masked.append(np.where(special, e, a))
+  other = compare.compare(masked, case.expected, case.names, tolerance, bitwise=bitwise,
+                          elementwise=True, relaxations=relaxations) if outside else None
+  if other is not None and not other.ok:
+    return context.row(Check.SPECIAL, other.error, tolerance, False,
+                       f"not at special values: {other.note}", seconds, result.ulps)
+  return context.row(Check.SPECIAL, result.error, tolerance, True,
+                     f"advisory: differs only at special values; {result.note}", seconds,
+                     result.ulps, advisory=", ".join(sorted(what)) or "value")

@@ -13,10 +13,10 @@ from crossgrad.api import keras as cg_keras
 class PositiveDense(keras.layers.Layer):
   """Dense layer with non-negative effective weights (crossgrad's ``positive_matmul``).
 
-  The kernel is (units, n_in), as in the seed and `torch.nn.Linear`. Its gradient passes
-  only where it is positive, so an entry that an update takes to zero or below stops
-  learning (like a dead ReLU). By default it starts uniform in ``[0, sqrt(6 / (n_in +
-  units))]``: Glorot's range folded onto the non-negatives, so no weight starts dead.
+  The kernel is (units, n_in), as in the layer-gradient Q&A and `torch.nn.Linear`. Its
+  gradient passes only where it is positive, so an entry that an update takes to zero or
+  below stops learning (like a dead ReLU). By default it starts uniform in ``[0, sqrt(6 /
+  (n_in + units))]``: Glorot's range folded onto the non-negatives, so no weight starts dead.
   """
 
   def __init__(self, units: int, use_bias: bool = True, kernel_initializer=None, **kwargs):

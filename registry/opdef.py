@@ -70,6 +70,10 @@ class OpDef:
       note names the difference and the reason.
       ``skipped`` rows with the reason instead of running them. Transformation and export
       modes count (``"jax:vmap"``, ``"tensorflow:saved_model"``).
+    allow_complex: the op takes complex inputs (complex64, complex128) and may return
+      complex outputs; its backward is written in JAX's convention (what ``jax.vjp``
+      returns for the forward: ``g * 2 * z`` for ``z * z``, ``2 * g * conj(z)`` for
+      ``|z|^2``), which crossgrad converts for TensorFlow and torch (docs/dtypes.md).
     backward_not_differentiable: why the backward cannot be differentiated (e.g. it calls
       an integer or host computation on the residuals); the cross-check then reports its
       ``second_order`` rows as ``skipped`` with this reason.
@@ -90,6 +94,7 @@ class OpDef:
   edge_samples: Callable[..., Sequence[float]] | None = None
   special_differences: Mapping[str, str] = dataclasses.field(default_factory=dict)
   backward_not_differentiable: str | None = None
+  allow_complex: bool = False
   input_names: tuple[str, ...] = dataclasses.field(init=False)
   param_defaults: Mapping[str, Any] = dataclasses.field(init=False)
   nondiff_argnums: tuple[int, ...] = dataclasses.field(init=False)

@@ -15,6 +15,7 @@ from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
 FLOATING = ("float16", "bfloat16", "float32", "float64")
+COMPLEX = ("complex64", "complex128")  # For ops declaring OpDef(allow_complex=True).
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +32,15 @@ class ArraySpec:
   @property
   def is_floating(self) -> bool:
     return self.dtype in FLOATING
+
+  @property
+  def is_complex(self) -> bool:
+    return self.dtype in COMPLEX
+
+  @property
+  def is_inexact(self) -> bool:
+    """Floating or complex: an array that carries a gradient."""
+    return self.dtype in FLOATING or self.dtype in COMPLEX
 
   def __str__(self) -> str:
     if self.shape is None:
@@ -59,14 +69,19 @@ def check_input_count(op: OpDef, backend: str, inputs: Sequence[Any]):
 
 
 def check_inputs(op: OpDef, backend: str, specs: Sequence[ArraySpec], params: dict):
-  """Differentiable inputs must be floating; then the op's own `check_inputs`."""
+  """Differentiable inputs must be floating (or complex, where the op allows it); then the
+  op's own `check_inputs`."""
+  allowed = FLOATING + COMPLEX if op.allow_complex else FLOATING
   for i in op.diff_argnums:
-    if not specs[i].is_floating:
+    if specs[i].dtype not in allowed:
+      complex_hint = (" A complex input needs OpDef(allow_complex=True) and a backward in "
+                      "JAX's convention (docs/dtypes.md)." if specs[i].is_complex else "")
       raise CrossgradError(
           "a differentiable input must be floating", op=op.name, backend=backend,
-          argument=f"input '{op.input_names[i]}'", expected=" or ".join(FLOATING),
+          argument=f"input '{op.input_names[i]}'", expected=" or ".join(allowed),
           actual=specs[i].dtype,
-          hint="Cast it, or list it in OpDef(nondiff=...) if it carries no gradient")
+          hint="Cast it, or list it in OpDef(nondiff=...) if it carries no gradient."
+               + complex_hint)
   if op.check_inputs is not None:
     try:
       op.check_inputs(dict(zip(op.input_names, specs)), **params)
@@ -105,9 +120,10 @@ def check_output_dtypes(op: OpDef, backend: str, input_specs: Sequence[ArraySpec
 
 def cotangent_for(op: OpDef, output_specs: Sequence[ArraySpec], upstream: Sequence[Any],
                   zeros_like, single: bool):
-  """The ``g`` handed to backward: floating outputs get a cotangent, integer ones None."""
+  """The ``g`` handed to backward: floating and complex outputs get a cotangent, integer
+  ones None."""
   g = tuple(
-      (u if u is not None else zeros_like(i)) if spec.is_floating else None
+      (u if u is not None else zeros_like(i)) if spec.is_inexact else None
       for i, (spec, u) in enumerate(zip(output_specs, upstream)))
   return g[0] if single else g
 

@@ -75,11 +75,17 @@ def test_dtype_shape_and_missing_arrays_fail_with_a_note():
 def test_elementwise_comparison_judges_each_special_class():
   e = np.array([np.nan, np.inf, -np.inf, -0.0, 1.0, 1e30], F32)
   assert compare.compare([e.copy()], [e], ["y"], 1e-5, elementwise=True).ok
-  for i, wrong in [(0, 0.0), (1, -np.inf), (2, np.nan), (3, 0.0), (4, 1.001)]:
+  for i, wrong in [(0, 0.0), (1, -np.inf), (2, np.nan), (4, 1.001)]:
     a = e.copy()
     a[i] = wrong
     result = compare.compare([a], [e], ["y"], 1e-5, elementwise=True)
     assert not result.ok and result.note.startswith(f"worst: y[{i}]"), (i, result)
+  a = e.copy()
+  a[3] = 0.0  # 0.0 equals -0.0, with no infinite error, but not bit for bit.
+  signed = compare.compare([a], [e], ["y"], 1e-5, elementwise=True)
+  assert signed.ok and signed.error == 0.0 and signed.ulps == 0.0
+  bits = compare.compare([a], [e], ["y"], 0.0, elementwise=True, bitwise=True)
+  assert not bits.ok and bits.note == "y[3]: 0.0 vs reference -0.0 (0 ulps)"
   # A global relative error would hide the 0.1% error at 1.0 behind the 1e30.
   a = e.copy()
   a[4] = 1.001
@@ -109,3 +115,22 @@ def test_tolerance_values():
   for bad in ("exact", -1.0, float("nan")):
     with pytest.raises(cg.CrossgradError, match="tolerance: unknown tolerance"):
       compare.check_tolerance(bad)
+
+
+def test_mismatches_and_what_differs_per_element():
+  e = np.array([np.nan, 1.0, -0.0, np.inf, 2.0], F32)
+  a = np.array([1.0, np.nan, 0.0, -np.inf, 2.5], F32)
+  bad = compare.mismatches(a, e, 1e-5)
+  np.testing.assert_array_equal(bad, [True, True, False, True, True])
+  assert compare.what_differs(a, e, bad) == {"NaN vs a number", "infinity", "finite value"}
+  bits = compare.mismatches(a, e, 0.0, bitwise=True)
+  np.testing.assert_array_equal(bits, [True, True, True, True, True])
+  assert "signed zero" in compare.what_differs(a, e, bits)
+
+
+def test_zero_size_arrays_compare_and_name_a_shape_mismatch():
+  empty = np.zeros((0, 3), F32)
+  assert compare.compare([empty], [empty.copy()], ["y"], 1e-5, elementwise=True).ok
+  assert compare.compare([empty], [empty.copy()], ["y"], 0.0, bitwise=True).ok
+  wrong = compare.compare([np.zeros((0, 2), F32)], [empty], ["y"], 1e-5)
+  assert not wrong.ok and wrong.note == "y: shape (0, 2), reference (0, 3)"

@@ -1,15 +1,19 @@
-"""One flag idiom: programs parse their command line with absl flags, never argparse."""
+"""One flag idiom: programs parse their command line with absl flags, never argparse, and
+each binary's ``--help`` lists the flags it defines."""
 
 import ast
+import os
 import pathlib
+import subprocess
+import sys
+import tomllib
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # tests/testdata holds legacy TF1 programs (some Python 2), read as data, not run.
 SKIP_DIRS = {".venv", "_build", "tools", ".git", "out", "testdata"}
 OTHER_PARSERS = {"argparse", "optparse", "getopt"}
-# Pending: being rewritten to absl flags in a parallel branch (issue 15); drop each entry
-# when its file moves to absl (the last test fails until then, as a reminder).
-PENDING: set[str] = set()
 
 
 def _other_parsers(path):
@@ -31,7 +35,7 @@ def _modules():
 
 def test_no_module_imports_argparse():
   offenders = {name: sorted(_other_parsers(p)) for name, p in _modules().items()
-               if name not in PENDING and _other_parsers(p)}
+               if _other_parsers(p)}
   assert not offenders, f"use absl.flags and absl.app instead: {offenders}"
 
 
@@ -43,8 +47,73 @@ def test_the_check_sees_lazy_and_from_imports(tmp_path):
   assert not _other_parsers(module)
 
 
-def test_pending_files_still_need_their_exemption():
-  modules = _modules()
-  for name in sorted(PENDING):
-    assert name in modules and _other_parsers(modules[name]), (
-        f"{name} no longer imports argparse: remove it from PENDING")
+# The binaries (`python -m crossgrad.NAME`) and the file defining each one's flags.
+BINARIES = {"check": "checker/main.py", "tf1.port_check": "tf1/port_check.py",
+            "tf1.scan": "tf1/scan.py",
+            **{f"benchmarks.{p.stem}": f"benchmarks/{p.name}"
+               for p in sorted((ROOT / "benchmarks").glob("*.py"))
+               if "app.run(" in p.read_text()}}
+# Flags the shared definers of `crossgrad.benchmarks.timing` make.
+SHARED = {"define_common_flags": ("quick", "json")}
+
+
+def _defined_flags(path: pathlib.Path) -> set[str]:
+  """Names of the flags a file defines: ``flags.DEFINE_*("name", ...)``,
+  ``timing.define_ints("name", ...)`` and the flags of `timing.define_common_flags`."""
+  found = set()
+  for node in ast.walk(ast.parse(path.read_text())):
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+      continue
+    name, args = node.func.attr, node.args
+    if (name.startswith("DEFINE_") or name == "define_ints") and args and isinstance(
+        args[0], ast.Constant):
+      found.add(args[0].value)
+    found.update(SHARED.get(name, ()))
+  return found
+
+
+def test_every_binary_is_found_with_its_flags():
+  assert {"check", "tf1.port_check", "tf1.scan", "benchmarks.overhead"} <= set(BINARIES)
+  assert {"ops", "backends", "dtypes"} <= _defined_flags(ROOT / BINARIES["check"])
+  assert {"quick", "json", "sizes"} <= _defined_flags(ROOT / BINARIES["benchmarks.tf1_idiom"])
+
+
+# Console scripts (pyproject.toml): name -> "module:function".
+SCRIPTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+
+
+def _help(command: list[str]) -> str:
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+      [str(ROOT.parent)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+  result = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=300,
+                          env=env, check=False)
+  return result.stdout + result.stderr
+
+
+def _missing(listed: str, source: str) -> list[str]:
+  defined = _defined_flags(ROOT / source)
+  assert defined, source
+  return sorted(f for f in defined if f"--{f}:" not in listed and f"--[no]{f}:" not in listed)
+
+
+@pytest.mark.parametrize("binary", sorted(BINARIES))
+def test_help_lists_the_binarys_own_flags(binary):
+  """absl's --help lists only the main module's key flags: a binary whose flags live in a
+  library module (crossgrad.checker.main, benchmarks/timing.py) must adopt them."""
+  listed = _help([sys.executable, "-m", f"crossgrad.{binary}"])
+  missing = _missing(listed, BINARIES[binary])
+  assert not missing, f"{binary} --help does not list {missing}:\n{listed[-2000:]}"
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_console_script_help_lists_its_flags(script):
+  """As an installed console script runs it: the main module is the script, not the
+  module that defines the flags."""
+  module, function = SCRIPTS[script].split(":")
+  code = (f"import sys; sys.argv[0] = {script!r}; from {module} import {function}; "
+          f"sys.exit({function}())")
+  listed = _help([sys.executable, "-c", code])
+  source = BINARIES[module.removeprefix("crossgrad.")] if module != "crossgrad.checker.main" \
+      else BINARIES["check"]
+  missing = _missing(listed, source)
+  assert not missing, f"{script} --help does not list {missing}:\n{listed[-2000:]}"

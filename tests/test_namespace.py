@@ -101,6 +101,29 @@ def test_backend_namespace_matches_numpy(backend, dtype):
       np.testing.assert_allclose(got, expected, rtol=1e-6, err_msg=f"{backend} xp.{name}")
 
 
+@pytest.mark.parametrize("backend, compiled", [("numpy", False)] + [
+    (b, c) for b in ("tensorflow", "jax", "torch") for c in (False, True)])
+def test_segment_min_propagates_nan_in_every_backend_and_mode(backend, compiled):
+  data = np.array([[2.0], [np.nan], [1.0], [3.0], [5.0]])
+  ids = np.array([0, 1, 1, 2, 2], np.int32)  # NaN first in its segment, then after a number.
+  data_2 = np.array([[2.0], [1.0], [np.nan], [3.0], [5.0]])
+  expected = [[2.0], [np.nan], [3.0]]
+  fn = lambda d, i: getattr(cg, backend).xp.segment_min(d, i, 3)
+  if compiled:  # pylint: disable=g-import-not-at-top
+    if backend == "tensorflow":
+      import tensorflow as tf
+      fn = tf.function(fn, jit_compile=True)
+    elif backend == "jax":
+      import jax
+      fn = jax.jit(fn)
+    else:
+      import torch
+      fn = torch.compile(fn, fullgraph=True)
+  for d in (data, data_2):
+    got = fn(*(_as_backend(backend, [d, ids]) if backend != "numpy" else (d, ids)))
+    np.testing.assert_array_equal(np.asarray(got), expected)
+
+
 def _as_backend(backend, arrays):
   if backend == "torch":
     import torch  # pylint: disable=g-import-not-at-top

@@ -84,45 +84,90 @@ def test_framework_differences_are_named_in_the_rows(builtin_report):
 
 
 def test_undeclared_daz_difference_fails():
+  """A subnormal input is an op edge (0's neighbour), not an extreme: no advisory."""
   leaky = cg.get("leaky_relu")
   undeclared = dataclasses.replace(leaky, name="t_leaky_undeclared", special_differences={})
   report = cg.cross_check([undeclared], backends=["jax"], dtypes=["float32"], modes=["jit"])
   (row, _) = _special_rows(report)  # Two parameter sets.
-  assert not row.ok and row.note.startswith("worst: dx[")
+  assert not row.ok and not row.advisory
+  assert row.note.startswith("not at special values: worst: dx[")
 
 
-def test_nan_handling_that_only_special_values_reach_is_caught():
+def _nan_branch_op():
   def backward(xp, residuals, g):  # NaN > 0 and NaN <= 0 are both False: NaNs get g in JAX.
     (x,) = residuals
     if xp.backend == "jax":
       return (xp.where(x <= 0, 0.2 * g, g),)
     return _leaky_backward(xp, residuals, g)
 
-  op = cg.OpDef("t_nan_branch", _leaky, backward, sample=_sample)
+  return cg.OpDef("t_nan_branch", _leaky, backward, sample=_sample)
+
+
+def test_a_difference_at_a_nan_input_is_advisory_by_default_and_fails_when_strict():
+  op = _nan_branch_op()
   report = cg.cross_check([op], dtypes=["float32"], modes=["eager"])
-  assert {(r.backend, r.check) for r in report.failures} == {("jax", "special")}
-  (failure,) = report.failures
+  assert report.ok and not report.failures
+  (advisory,) = report.advisories
+  assert (advisory.backend, advisory.check, advisory.status) == ("jax", "special", "ADVISORY")
+  assert advisory.advisory == "finite value"
+  assert advisory.note.startswith("advisory: differs only at special values; worst: dx[")
+  assert "1 advisory at special values (finite value: 1)" in report.summary()
+  strict = cg.cross_check([op], dtypes=["float32"], modes=["eager"], special="strict")
+  assert {(r.backend, r.check) for r in strict.failures} == {("jax", "special")}
+  (failure,) = strict.failures
   (x,) = special_values.special_inputs(op, {}, [np.zeros((6, 8))], "float32")
   nan_at = {f"worst: dx[{i}, {j}]: " for i, j in np.argwhere(np.isnan(x))}
   assert len(nan_at) == 2 and failure.note[:len("worst: dx[0, 0]: ")] in nan_at
 
 
-def test_signed_zero_difference_fails_unless_declared():
+def test_a_wrong_value_at_zero_or_an_edge_fails_even_next_to_special_ones():
+  """A finite reference at an ordinary input (0, the op's edge) is not special: a NaN or a
+  wrong number there fails, also when the same row differs at NaN inputs."""
+  def backward(xp, residuals, g):
+    (x,) = residuals
+    right = _leaky_backward(xp, residuals, g)[0]
+    if xp.backend == "jax":  # NaN at x == 0 and x == 0.5; also differs at x == NaN.
+      wrong = xp.where((x == 0) | (x == 0.5), xp.nan, right)
+      return (xp.where(x != x, 7.0 * g, wrong),)
+    return (right,)
+
+  op = cg.OpDef("t_nan_at_zero", _leaky, backward, sample=_sample,
+                edge_samples=lambda: (0.5,))
+  report = cg.cross_check([op], backends=["jax"], dtypes=["float32"], modes=["eager"])
+  (row,) = _special_rows(report)
+  assert not row.ok and not row.advisory
+  assert row.note.startswith("not at special values: worst: dx[") and "nan vs" in row.note
+
+
+def test_special_elements_follow_dependence_on_special_inputs():
+  """Row sums: a row is special if it holds a non-finite or extreme input; the others not."""
+  op = cg.OpDef("t_rowsum", lambda xp, x: (xp.sum(x, axis=1), (x,)),
+                lambda xp, r, g: (xp.broadcast_to(g[:, None], r[0].shape),),
+                sample=lambda rng: (rng.standard_normal((40, 3)),))
+  reference = base.load("numpy")
+  (sampled,) = op.sample(np.random.default_rng(0))
+  case = special_values.prepare(op, {}, [sampled], "float64", reference, 0)
+  (x,) = case.inputs
+  info = np.finfo(np.float64)
+  extreme = (~np.isfinite(x) | (np.abs(x) == info.max) | (np.abs(x) == info.tiny)).any(1)
+  assert extreme.any() and not extreme.all()
+  np.testing.assert_array_equal(case.special[0], extreme)  # Output: the row sums.
+  np.testing.assert_array_equal(case.special[1], np.zeros(x.shape, bool))  # dx = g: finite.
+
+
+def test_signed_zeros_are_equal_except_bit_for_bit():
   sign = cg.OpDef("t_sign", lambda xp, x: (xp.sign(x), ()),
                   lambda xp, r, g: (xp.zeros_like(g),), gradient="declared", sample=_sample)
   report = cg.cross_check([sign], backends=["jax"], dtypes=["float32"], modes=["eager"])
   (row,) = _special_rows(report)
-  assert not row.ok and row.note == "worst: output 0[0, 3]: -0.0 vs reference 0.0"
-  declared = dataclasses.replace(
-      sign, name="t_sign_declared",
-      special_differences={"signed_zero": "jnp.sign keeps the sign of -0.0"})
-  report = cg.cross_check([declared], backends=["jax"], dtypes=["float32"], modes=["eager"])
+  assert row.ok and not row.advisory and row.error == 0.0 and row.ulps == 0.0
+  report = cg.cross_check([sign], backends=["jax"], dtypes=["float32"], modes=["eager"],
+                          tolerance="bitwise", special="strict")
   (row,) = _special_rows(report)
-  assert row.ok and "declared difference: the sign of a zero result differs" in row.note
-  assert "(jnp.sign keeps the sign of -0.0)" in row.note
+  assert not row.ok and row.note == "output 0[0, 3]: -0.0 vs reference 0.0 (0 ulps)"
 
 
-def test_a_reference_that_fails_on_special_values_is_a_failing_row():
+def test_a_reference_that_fails_on_special_values_is_advisory_or_strictly_failing():
   def forward(xp, x):
     if np.isnan(np.asarray(x)).any():
       raise ValueError("no NaN please")
@@ -131,8 +176,37 @@ def test_a_reference_that_fails_on_special_values_is_a_failing_row():
   op = cg.OpDef("t_no_nan", forward, lambda xp, r, g: (2.0 * g,), sample=_sample)
   report = cg.cross_check([op], backends=["jax"], dtypes=["float64"], modes=["eager"])
   (row,) = _special_rows(report)
-  assert not row.ok and row.backend == "numpy"
-  assert row.note == "reference on special values: ValueError: no NaN please"
+  assert row.ok and row.backend == "numpy" and row.advisory == "reference raises"
+  assert row.note == "advisory: reference on special values: ValueError: no NaN please"
+  report = cg.cross_check([op], backends=["jax"], dtypes=["float64"], modes=["eager"],
+                          special="strict")
+  (row,) = _special_rows(report)
+  assert not row.ok and row.note == "reference on special values: ValueError: no NaN please"
+
+
+def test_a_backend_raising_on_special_values_is_advisory_or_strictly_failing():
+  def forward(xp, x):
+    try:
+      finite = np.isfinite(np.asarray(x)).all()
+    except Exception:  # pylint: disable=broad-except  # A tracer (jvp rows): no values.
+      finite = True
+    if xp.backend == "jax" and not finite:
+      raise FloatingPointError("refuses infinities")
+    return x * 2.0, ()
+
+  op = cg.OpDef("t_raises", forward, lambda xp, r, g: (2.0 * g,), sample=_sample)
+  report = cg.cross_check([op], backends=["jax"], dtypes=["float64"], modes=["eager"])
+  (row,) = _special_rows(report)
+  assert row.ok and row.advisory == "raises" and row.status == "ADVISORY"
+  assert row.note == "advisory: raises on special inputs: FloatingPointError: refuses infinities"
+  strict = cg.cross_check([op], backends=["jax"], dtypes=["float64"], modes=["eager"],
+                          special="strict")
+  assert [r.check for r in strict.failures] == ["special"]
+
+
+def test_an_unknown_policy_is_a_clear_error():
+  with pytest.raises(cg.CrossgradError, match="unknown special-values policy"):
+    cg.cross_check(["leaky_relu"], backends=["jax"], special="lenient")
 
 
 def test_special_rows_can_be_turned_off():

@@ -1,4 +1,4 @@
-"""backends/tensorflow_array_api.py: TensorFlow's Array API 2024.12 namespace against NumPy's.
+"""backends/tensorflow_array_api/: TensorFlow's Array API 2024.12 namespace against NumPy's.
 
 NumPy 2 is itself a 2024.12 namespace, so each case is one call written once and evaluated with
 both: ``call(xp, *arrays)`` on tf.Tensors (eagerly and in ``tf.function(jit_compile=True)``)

@@ -95,3 +95,28 @@ def test_backward_errors_surface_from_tape_gradient_in_graph_mode():
 
 def test_devices_are_named_like_jax():
   assert cg.tensorflow.devices()[0] == "cpu:0"
+
+
+def _segment_sum_forward(xp, x, ids):
+  return xp.segment_sum(x, ids, 3), (ids,)
+
+
+def _segment_sum_backward(xp, residuals, g):
+  (ids,) = residuals
+  return xp.take(g, ids, axis=0), None  # Transposed in forward mode: a tf.IndexedSlices.
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_forward_mode_tangents_that_come_as_indexed_slices_are_dense(mode):
+  from crossgrad.backends import tensorflow as backend  # pylint: disable=g-import-not-at-top
+  op = cg.OpDef("segment_sum_rows", _segment_sum_forward, _segment_sum_backward,
+                nondiff=("ids",),
+                sample=lambda rng: (rng.standard_normal((4, 2)), np.array([0, 2, 2, 1])))
+  x, ids = np.arange(8.0).reshape(4, 2), np.array([0, 2, 2, 1], np.int32)
+  tangent = np.arange(8.0).reshape(4, 2) + 1.0
+  (out_tangent,), second = backend.evaluate_higher_order(
+      op, {}, [x, ids], [np.ones((3, 2))], [tangent, None], [tangent, None], mode=mode)
+  expected = np.zeros((3, 2))
+  np.add.at(expected, ids, tangent)  # The op is linear: its tangent is the op of the tangent.
+  np.testing.assert_array_equal(out_tangent, expected)
+  np.testing.assert_array_equal(second[0], np.zeros((4, 2)))

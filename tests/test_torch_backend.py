@@ -99,7 +99,7 @@ def test_forward_mode_and_compile_on_the_same_op():
 
 
 def test_dynamo_refuses_the_function_with_jvp_hence_the_twin():
-  full = cg.torch.get("leaky_relu").function
+  full = cg.torch.get("leaky_relu").primitive.function
   with pytest.raises(Exception, match="Unsupported custom jvp"):
     torch.compile(lambda x: full.apply(x)[0], fullgraph=True)(_t(X, requires_grad=True))
 

@@ -76,10 +76,9 @@ def _tf2_py_func(func, inp, Tout, stateful, name, grad):
     outputs = numpy_function(func, inputs, Tout, stateful, name)
 
     def backward(*upstream):
-      return legacy.host_free_under_xla(
-          op_name, f"the gradient {legacy.qualname(grad)}", legacy.call_grad, grad,
-          legacy.LegacyOp(op_name, inputs, outputs), _zeros_for_none(upstream, outputs),
-          len(inputs), op_name)
+      return legacy.call_grad_in_graph(grad, lambda i, o: legacy.LegacyOp(op_name, i, o),
+                                       inputs, outputs, _zeros_for_none(upstream, outputs),
+                                       op_name)
 
     return (outputs[0] if single else outputs), backward
 
@@ -140,9 +139,9 @@ def Defun(*input_types: Any,  # pylint: disable=invalid-name
         listed = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
 
         def backward(*upstream):
-          op = legacy.LegacyOp(name, inputs, listed, op_type=name)
-          return legacy.call_grad(python_grad_func, op, _zeros_for_none(upstream, listed),
-                                  len(inputs), name)
+          return legacy.call_grad_in_graph(
+              python_grad_func, lambda i, o: legacy.LegacyOp(name, i, o, op_type=name),
+              inputs, listed, _zeros_for_none(upstream, listed), name)
 
         return outputs, backward
 

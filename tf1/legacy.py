@@ -3,8 +3,9 @@ such a grad, looking one up by its registered name, and refusing host code under
 
 from __future__ import annotations
 
+import collections
 import contextlib
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import tensorflow as tf
 from tensorflow.python.framework import ops as tf_ops
@@ -83,8 +84,20 @@ def resolve_grad(grad: Any, op: str | None = None) -> Callable[..., Any]:
 
 def call_grad(grad: Callable[..., Any], op: Any, upstream: Sequence[Any], n_inputs: int,
               op_name: str) -> list[Any]:
-  """Runs a legacy ``grad(op, *upstream)``; one gradient per input, or a clear error."""
-  result = grad(op, *upstream)
+  """Runs a legacy ``grad(op, *upstream)``; one gradient per input, or a clear error (a
+  `CrossgradError` naming the op and the gradient, also for TF's errors inside it)."""
+  try:
+    result = grad(op, *upstream)
+  except CrossgradError:
+    raise
+  except (tf.errors.OpError, TypeError, ValueError, RuntimeError) as e:
+    dtypes = sorted({t.dtype.name for t in (*op.inputs, *upstream) if hasattr(t, "dtype")})
+    text = str(e).strip().splitlines()
+    raise CrossgradError(
+        f"the legacy gradient failed with {type(e).__name__}", op=op_name,
+        argument=f"grad {qualname(grad)}", actual=text[0][:300] if text else "",
+        hint=f"It ran on {', '.join(dtypes)} tensors; a gradient that hard-codes a dtype "
+             "(tf.cast(..., 'float32')) only runs in that dtype") from e
   grads = list(result) if isinstance(result, (list, tuple)) else [result]
   if len(grads) != n_inputs:
     raise CrossgradError(
@@ -93,6 +106,49 @@ def call_grad(grad: Callable[..., Any], op: Any, upstream: Sequence[Any], n_inpu
         expected=f"{n_inputs} (one per input of the op)", actual=len(grads),
         hint="Return one gradient per input (None where an input has none)")
   return grads
+
+
+# Traced legacy gradients, most recently used last: (grad, what else decides its code) ->
+# tf.function. Bounded, since a gradient made anew per call (a closure) is a new key.
+_TRACED: collections.OrderedDict[Hashable, Any] = collections.OrderedDict()
+_MAX_TRACED = 256
+
+
+def _graph_code(key: Hashable, build: Callable[..., Any]) -> Callable[..., Any]:
+  """``build`` traced into a `tf.function` (once per input signature, cached under ``key``)."""
+  traced = _TRACED.pop(key, None) or tf.function(build, autograph=False)
+  _TRACED[key] = traced
+  while len(_TRACED) > _MAX_TRACED:
+    _TRACED.popitem(last=False)
+  return traced
+
+
+def call_grad_in_graph(grad: Callable[..., Any], make_op: Callable[..., Any],
+                       inputs: Sequence[Any], outputs: Sequence[Any], upstream: Sequence[Any],
+                       op_name: str, key: Hashable = ()) -> list[Any]:
+  """`call_grad` with TF1 semantics: the gradient is graph code, so eagerly it runs as a
+  traced graph, where `tf.gradients`, v1 ``py_func`` with ``Tout``, static shapes and
+  ``op.inputs`` / ``op.outputs`` behave as in TF1; while a graph is being built, it is
+  called as is, and under XLA refused (`CrossgradError`) if it calls py_func.
+  ``make_op(inputs, outputs)`` is the ``op`` it reads; ``key`` is what, besides ``grad``
+  and ``op_name``, decides ``make_op``."""
+  n, m = len(inputs), len(outputs)
+
+  def build(*flat):
+    return call_grad(grad, make_op(flat[:n], flat[n:n + m]), flat[n + m:], n, op_name)
+
+  flat = (*inputs, *outputs, *upstream)
+  if not tf.executing_eagerly():
+    return host_free_under_xla(op_name, f"the gradient {qualname(grad)}", build, *flat)
+  return _graph_code((grad, op_name, n, m, key), build)(*flat)
+
+
+def dense(values: Any) -> Any:
+  """``values`` (a tensor, or a sequence of tensors and None, as a list) with each
+  `tf.IndexedSlices` (`tf.gather`'s gradient) as a dense tensor."""
+  if isinstance(values, (list, tuple)):
+    return [dense(v) for v in values]
+  return tf.convert_to_tensor(values) if isinstance(values, tf.IndexedSlices) else values
 
 
 def in_xla() -> bool:

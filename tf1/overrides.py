@@ -90,15 +90,24 @@ class override_map(contextlib.ContextDecorator):  # pylint: disable=invalid-name
 # Creating the ops.
 
 
-def _legacy_op(op_type, inputs, outputs, bound):
-  """The real op in a graph; in eager mode a `LegacyOp` with the attrs gradients read."""
+def _grad_in_graph(op_type, grad, label, inputs, outputs, bound, upstream):
+  """The legacy gradient as graph code: in a graph it reads the real op; eagerly, a
+  `LegacyOp` with the attrs gradients read, in a traced graph (`legacy.call_grad_in_graph`)."""
+  op_name = f"{op_type} overridden by {label}"
   if not tf.executing_eagerly():
-    return outputs.op
-  attrs = {"T": inputs[0].dtype}
-  if op_type == "Cast":
-    attrs.update(SrcT=inputs[0].dtype, DstT=outputs.dtype,
-                 Truncate=bound.arguments.get("Truncate", False))
-  return legacy.LegacyOp(op_type, inputs, [outputs], op_type=op_type, attrs=attrs)
+    return legacy.host_free_under_xla(op_name, f"the gradient {legacy.qualname(grad)}",
+                                      legacy.call_grad, grad, outputs.op, upstream,
+                                      len(inputs), op_name)
+  truncate = bool(bound.arguments.get("Truncate", False))
+
+  def make_op(ins, outs):
+    attrs = {"T": ins[0].dtype}
+    if op_type == "Cast":
+      attrs.update(SrcT=ins[0].dtype, DstT=outs[0].dtype, Truncate=truncate)
+    return legacy.LegacyOp(op_type, ins, outs, op_type=op_type, attrs=attrs)
+
+  return legacy.call_grad_in_graph(grad, make_op, inputs, [outputs], upstream, op_name,
+                                   key=(op_type, truncate))
 
 
 def _overridden(op_type, entry, original, bound, names, tensors):
@@ -111,8 +120,7 @@ def _overridden(op_type, entry, original, bound, names, tensors):
 
     def backward(*upstream):
       with _busy():
-        return legacy.call_grad(grad, _legacy_op(op_type, inputs, outputs, bound), upstream,
-                                len(inputs), f"{op_type} overridden by {label}")
+        return _grad_in_graph(op_type, grad, label, inputs, outputs, bound, upstream)
 
     return outputs, backward
 

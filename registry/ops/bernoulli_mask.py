@@ -1,11 +1,19 @@
-"""`bernoulli_mask` (seeds 000 and 003; arXiv 1710.11446): a Bernoulli sample of an
-attention map multiplied with a feature map, with the seeds' surrogate gradient.
+"""`bernoulli_mask` (arXiv 1710.11446, as the "Override Tensorflow Backward-Propagation"
+post and Shigapova's course write it): a Bernoulli sample of an
+attention map multiplied with a feature map, with their surrogate gradient.
 
 Forward ``m = (u < p)`` (``u`` uniform noise in [0, 1) of ``p``'s shape, so
 ``P(m = 1) = p``), output ``m * features``; ``p`` and ``features`` broadcast (an
 attention map ``(N, H, W, 1)`` against features ``(N, H, W, C)``). Backward
 ``dp = g * features`` summed over the axes where ``p`` was broadcast, ``dfeatures =
 g * m`` (summed likewise where ``features`` was); ``u`` gets none.
+
+The mask selects: a dropped element is exactly 0 and passes exactly 0 back, whatever its
+feature or cotangent (inf and NaN included), as a mask user expects. Both products with
+``m`` are written as ``xp.where``, not as a multiplication by ``m`` cast to floats, whose
+``0 * inf = nan`` XLA's simplifier turns into a select anyway (so frameworks would differ).
+``dp`` is a real product summed over channels: where ``g * features`` overflows, its sum is
+NaN or +-inf by summation order (and fused multiply-adds) - declared ``overflow_order``.
 
 ``dp`` is the derivative of the expectation ``E[m * features] = p * features`` with
 respect to ``p`` (the declared ``surrogate``), while ``dfeatures`` is the exact
@@ -31,13 +39,14 @@ NAME = "bernoulli_mask"
 
 
 def _forward(xp, p, features, u):
-  m = xp.astype(xp.less(u, p), features.dtype)
-  return m * features, (p, features, m)
+  keep = xp.less(u, p)
+  return xp.where(keep, features, xp.zeros_like(features)), (p, features, keep)
 
 
 def _backward(xp, residuals, g):
-  p, features, m = residuals
-  return xp.unbroadcast(g * features, p), xp.unbroadcast(g * m, features), None
+  p, features, keep = residuals
+  return (xp.unbroadcast(g * features, p),
+          xp.unbroadcast(xp.where(keep, g, xp.zeros_like(g)), features), None)
 
 
 def _check_inputs(specs):
@@ -96,6 +105,9 @@ BERNOULLI_MASK = register(OpDef(
     exact_inputs=("features",),
     check_inputs=_check_inputs,
     edge_samples=lambda: (0.0, 1.0),  # Where the mask saturates; u == p ties come aligned.
+    special_differences={"overflow_order": "dp sums g * features over the channels; where "
+                                           "products overflow, the sum is NaN or +-inf by "
+                                           "order and fused multiply-adds"},
     doc="(u < p) * features for noise u, surrogate gradient dp = g * features "
         "(summed where p broadcasts), dfeatures = g * (u < p)",
 ))

@@ -1,0 +1,170 @@
+"""The op core: what an emitted op does in every backend, written once.
+
+A call of an emitted op follows one protocol, whatever the framework:
+
+1. `OpCore.prepare` checks the number of inputs, makes them the framework's arrays and
+   checks them (`validation.check_inputs`: differentiable inputs floating, then the op's
+   own ``check_inputs``);
+2. the framework's custom-gradient primitive (`tf.custom_gradient`, `jax.custom_jvp`,
+   `torch.autograd.Function`; plain NumPy for the reference) calls `OpCore.forward`: the
+   op's forward, its ``(outputs, residuals)`` result and its outputs' dtypes, checked;
+3. its backward pass calls `OpCore.backward`: the ``g`` the op's backward gets (zeros for
+   a floating output without a cotangent, None for an integer one), then the cotangents it
+   returns, checked against the inputs.
+
+Complex ops (``OpDef(allow_complex=True)``) write their backward in JAX's convention (what
+``jax.vjp`` returns). TensorFlow's and torch's autodiff return the conjugate of that for
+the conjugated upstream (for ``z * z`` and upstream ``g``: JAX ``g * 2z``, they
+``g * conj(2z)``), so for an adapter with ``conjugate_complex`` the core conjugates the
+complex upstream cotangents before the backward and the complex cotangents after it
+(docs/dtypes.md): each framework's gradient of the op is then its own autodiff's.
+
+The checks read static specs (`validation.ArraySpec`), so they run at trace time too (as
+`jax.custom_vjp` checks its rules' outputs while tracing), and a misuse gives the same
+`CrossgradError`, naming op, backend, argument, expected and actual, in every backend.
+
+A framework supplies an `Adapter` (its name, namespace, ``spec_of`` and how inputs become
+its arrays) and a ``primitive(core)`` that wraps ``core.forward`` / ``core.backward`` in its
+custom-gradient mechanism; `emitter` joins them into the ``emit`` of `base.make_get`.
+docs/backends.md shows a new backend plugging in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any, Callable, ContextManager, Sequence
+
+from crossgrad.backends import base
+from crossgrad.registry import validation
+from crossgrad.registry.opdef import OpDef
+from crossgrad.registry.validation import ArraySpec
+
+
+def _no_scope(arrays: Sequence[Any]) -> ContextManager[Any]:
+  del arrays
+  return contextlib.nullcontext()
+
+
+@dataclasses.dataclass(frozen=True)
+class Adapter:
+  """What a framework supplies to the op core.
+
+  Attributes:
+    name: the backend's ``NAME``, as errors name it.
+    xp: the namespace the op's forward and backward are handed.
+    spec_of: static shape and dtype of one of the framework's arrays (at trace time too).
+    to_arrays: the call's inputs (arrays, NumPy arrays, numbers, variables) as a list of
+      the framework's arrays.
+    as_output: one output of the forward as the framework's array (default: unchanged).
+    scope: given the op's inputs, a context the forward and backward run in (torch: new
+      arrays land on the inputs' device).
+    conjugate_complex: the framework's complex gradients are the conjugates of JAX's VJP
+      (TensorFlow, torch): the core converts a complex op's backward (module docstring).
+  """
+
+  name: str
+  xp: Any
+  spec_of: Callable[[Any], ArraySpec]
+  to_arrays: Callable[[Sequence[Any]], list[Any]]
+  as_output: Callable[[Any], Any] = lambda x: x
+  scope: Callable[[Sequence[Any]], ContextManager[Any]] = _no_scope
+  conjugate_complex: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Specs:
+  """Static facts of one forward that its backward validates against."""
+
+  inputs: tuple[ArraySpec, ...]
+  outputs: tuple[ArraySpec, ...]
+  single: bool  # The forward returned one array, not a tuple of them.
+
+
+@dataclasses.dataclass(frozen=True)
+class Forward:
+  """One checked run of the op's forward."""
+
+  outs: tuple[Any, ...]  # Every output, a tuple even for one.
+  residuals: Any
+  specs: Specs
+
+  @property
+  def outputs(self) -> Any:
+    """The outputs as the op returns them: one array, or a tuple."""
+    return self.outs[0] if self.specs.single else self.outs
+
+
+class OpCore:
+  """One op with resolved static parameters, as every backend runs it."""
+
+  def __init__(self, adapter: Adapter, op: OpDef, params: dict):
+    self.adapter, self.op, self.params = adapter, op, params
+    self.name = adapter.name
+
+  def prepare(self, inputs: Sequence[Any]) -> list[Any]:
+    """The call's inputs, counted, as the framework's arrays, checked."""
+    validation.check_input_count(self.op, self.name, inputs)
+    arrays = self.adapter.to_arrays(inputs)
+    validation.check_inputs(self.op, self.name, [self.adapter.spec_of(x) for x in arrays],
+                            self.params)
+    return arrays
+
+  def forward(self, inputs: Sequence[Any]) -> Forward:
+    """The op's forward on prepared inputs: its result's form and its outputs' dtypes."""
+    adapter = self.adapter
+    with adapter.scope(inputs):
+      result = self.op.forward(adapter.xp, *inputs, **self.params)
+    outputs, residuals = validation.check_forward_result(self.op, self.name, result)
+    outs = tuple(adapter.as_output(o) for o in validation.as_tuple(outputs))
+    specs = Specs(tuple(adapter.spec_of(x) for x in inputs),
+                  tuple(adapter.spec_of(o) for o in outs),
+                  not isinstance(outputs, (tuple, list)))
+    validation.check_output_dtypes(self.op, self.name, specs.inputs, specs.outputs)
+    return Forward(outs, residuals, specs)
+
+  def backward(self, residuals: Any, upstream: Sequence[Any], specs: Specs,
+               zeros: Callable[[int], Any], *, on: Sequence[Any] = ()) -> tuple[Any, ...]:
+    """The op's backward for output cotangents ``upstream`` (one per output, None where
+    there is none; ``zeros(i)`` makes output i's), its cotangents checked against the
+    inputs: one per input, None for a non-differentiable one. ``on``: the inputs, for the
+    adapter's scope."""
+    convert = self.adapter.conjugate_complex and self.op.allow_complex
+    if convert:
+      upstream = self._conjugated(upstream, specs.outputs)
+    g = validation.cotangent_for(self.op, specs.outputs, upstream, zeros, specs.single)
+    with self.adapter.scope(on):
+      cotangents = self.op.backward(self.adapter.xp, residuals, g, **self.params)
+    cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
+                                             self.adapter.spec_of)
+    return self._conjugated(cotangents, specs.inputs) if convert else cotangents
+
+  def _conjugated(self, arrays: Sequence[Any], specs: Sequence[ArraySpec]) -> tuple[Any, ...]:
+    """``arrays`` with the complex ones (by ``specs``) conjugated: JAX's convention to the
+    framework's and back (the conversion is its own inverse)."""
+    return tuple(self.adapter.xp.conj(a) if a is not None and spec.is_complex else a
+                 for a, spec in zip(arrays, specs))
+
+
+def emitter(adapter: Adapter, primitive: Callable[[OpCore], Callable[..., Any]]):
+  """A backend's ``emit`` for `base.make_get`: ``primitive(core)`` is the framework's
+  differentiable function of prepared inputs, made once per (op, parameters); the emitted
+  op prepares its inputs (`OpCore.prepare`) and calls it. The emitted op keeps both, as
+  ``core`` and ``primitive``."""
+  def emit(op: OpDef, params: dict) -> Callable[..., Any]:
+    core = OpCore(adapter, op, params)
+    run = primitive(core)
+
+    def call(*inputs):
+      return run(*core.prepare(inputs))
+
+    call.core, call.primitive = core, run
+    return call
+  return emit
+
+
+def check_run(backend: str, op: OpDef, mode: str, modes: Sequence[str],
+              inputs: Sequence[Any]) -> None:
+  """What every backend's `evaluate` checks first: a known mode, the number of inputs."""
+  base.check_mode(backend, mode, tuple(modes))
+  validation.check_input_count(op, backend, inputs)

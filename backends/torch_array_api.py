@@ -1,0 +1,114 @@
+"""Where ``array_api_compat.torch`` breaks under torch's transforms: crossgrad's fixes.
+
+``crossgrad.torch.xp`` is array_api_compat's namespace for torch but for the functions here,
+which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and also run under
+``torch.compile(fullgraph=True)`` and ``torch.func.vmap``:
+
+- ``result_type`` and every binary elementwise function with a Python scalar: the scalar takes
+  the array's dtype when its kind (bool < int < float < complex) is not above the array's,
+  else torch's default of its kind promoted with the array's dtype. array_api_compat asks
+  ``torch.result_type``, which Dynamo refuses ("torch.* op returned non-Tensor"); here the
+  dtype is decided in Python (``torch.promote_types``), and the scalar becomes a tensor of
+  that dtype (so ``maximum(0.5, x)`` and ``logaddexp(x, 0.0)`` work in every mode).
+- ``sign``: NaN stays NaN, complex ``x / |x|`` with ``sign(0) = 0``, by ``where``
+  (array_api_compat assigns through a boolean mask, which vmap refuses).
+- ``take_along_axis``, ``searchsorted``'s ``sorter``, ``repeat``'s ``repeats``: indices of
+  any integer dtype (torch wants int64: "dtype of indices should be Long but got Int").
+"""
+
+from __future__ import annotations
+
+import functools
+
+import array_api_compat.torch as compat
+import torch
+
+_KINDS = (bool, int, float, complex)
+
+
+def _kind(dtype: torch.dtype) -> type:
+  if dtype.is_complex:
+    return complex
+  if dtype.is_floating_point:
+    return float
+  return bool if dtype == torch.bool else int
+
+
+def _default(kind: type, like: torch.dtype) -> torch.dtype:
+  """torch's dtype for a Python scalar of ``kind`` (complex matching ``like``'s precision)."""
+  if kind is complex:
+    return torch.complex128 if like == torch.float64 else torch.complex64
+  return {bool: torch.bool, int: torch.int64, float: torch.get_default_dtype()}[kind]
+
+
+def _with_scalar(dtype: torch.dtype, scalar) -> torch.dtype:
+  kind = type(scalar) if type(scalar) in _KINDS else float
+  if _KINDS.index(kind) <= _KINDS.index(_kind(dtype)):
+    return dtype
+  return torch.promote_types(dtype, _default(kind, dtype))
+
+
+def result_type(*arrays_and_dtypes):
+  """The standard's promotion, decided in Python (traceable by Dynamo)."""
+  scalars = [a for a in arrays_and_dtypes if isinstance(a, _KINDS)]
+  dtypes = [a if isinstance(a, torch.dtype) else a.dtype
+            for a in arrays_and_dtypes if not isinstance(a, _KINDS)]
+  if not dtypes:
+    raise ValueError("result_type needs at least one array or dtype")
+  out = functools.reduce(torch.promote_types, dtypes)
+  return functools.reduce(_with_scalar, scalars, out)
+
+
+def _binary(f):
+  """``f`` with a Python scalar on either side made a tensor of the standard's dtype."""
+
+  def call(x1, x2, /, **kwargs):
+    if isinstance(x1, _KINDS) and isinstance(x2, torch.Tensor):
+      x1 = torch.tensor(x1, dtype=result_type(x2, x1), device=x2.device)
+    elif isinstance(x2, _KINDS) and isinstance(x1, torch.Tensor):
+      x2 = torch.tensor(x2, dtype=result_type(x1, x2), device=x1.device)
+    return f(x1, x2, **kwargs)
+
+  call.__name__ = call.__qualname__ = f.__name__
+  call.__doc__ = f.__doc__
+  return call
+
+
+BINARY = ("add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or",
+          "bitwise_right_shift", "bitwise_xor", "copysign", "divide", "equal", "floor_divide",
+          "greater", "greater_equal", "hypot", "less", "less_equal", "logaddexp",
+          "logical_and", "logical_or", "logical_xor", "maximum", "minimum", "multiply",
+          "nextafter", "not_equal", "pow", "remainder", "subtract")
+
+
+def sign(x, /):
+  if x.dtype.is_complex:
+    return torch.where(x == 0, torch.zeros_like(x), x / torch.abs(x))
+  out = torch.sign(x)
+  return torch.where(torch.isnan(x), x, out) if x.dtype.is_floating_point else out
+
+
+def _long(indices):
+  return indices if indices.dtype == torch.int64 else indices.to(torch.int64)
+
+
+def take_along_axis(x, indices, /, *, axis=-1):
+  return compat.take_along_axis(x, _long(indices), axis=axis)
+
+
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+  sorter = None if sorter is None else _long(sorter)
+  return compat.searchsorted(x1, x2, side=side, sorter=sorter)
+
+
+def repeat(x, repeats, /, *, axis=None):
+  if isinstance(repeats, torch.Tensor):
+    repeats = _long(repeats)
+  return compat.repeat(x, repeats, axis=axis)
+
+
+FIXES = {
+    "result_type": result_type, "sign": sign, "take_along_axis": take_along_axis,
+    "searchsorted": searchsorted, "repeat": repeat,
+    **{name: _binary(getattr(compat, name)) for name in BINARY},
+}

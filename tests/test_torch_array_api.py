@@ -1,0 +1,93 @@
+"""crossgrad.torch.xp's fixes to array_api_compat (backends/torch_array_api.py): NumPy's values
+eagerly, under torch.compile(fullgraph=True) and under torch.func.vmap."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import crossgrad as cg
+
+xp = cg.torch.xp
+nxp = cg.numpy.xp
+
+
+def _modes(fn):
+  """fn eagerly, compiled without graph breaks, and vmapped over a leading axis of 2."""
+  torch._dynamo.reset()  # pylint: disable=protected-access
+  compiled = torch.compile(fn, fullgraph=True)
+
+  def vmapped(*args):  # Each argument stacked twice; both results must be fn's.
+    out = torch.func.vmap(fn)(*(torch.stack([a, a]) for a in args))
+    assert torch.equal(out[0], out[1]) or torch.allclose(out[0], out[1], equal_nan=True)
+    return out[0]
+
+  return {"eager": fn, "compile": compiled, "vmap": vmapped}
+
+
+X = np.array([-2.5, -0.0, 0.0, 0.5, 3.0, math.nan, math.inf, -math.inf])
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
+@pytest.mark.parametrize("name", ["maximum", "minimum", "logaddexp", "atan2", "hypot",
+                                  "nextafter", "copysign", "less", "equal", "add", "pow"])
+@pytest.mark.parametrize("scalar_first", [False, True])
+def test_binary_with_a_python_scalar(name, mode, scalar_first):
+  def call(ns, x):
+    return getattr(ns, name)(0.5, x) if scalar_first else getattr(ns, name)(x, 0.5)
+
+  # pow(-inf, 0.5) is +inf in the standard and torch, NaN in NumPy: left out.
+  values = X[:-1] if name == "pow" else X
+  for dtype in (np.float32, np.float64) if mode == "eager" else (np.float32,):
+    x = values.astype(dtype)
+    out = _modes(lambda t: call(xp, t))[mode](torch.from_numpy(x))
+    with np.errstate(invalid="ignore"):
+      expected = call(nxp, x)
+    assert out.dtype == getattr(xp, expected.dtype.name)  # The array's dtype, as NumPy's.
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+
+
+def test_result_type_follows_the_python_scalar_rules():
+  f32, i8 = torch.zeros(2, dtype=torch.float32), torch.zeros(2, dtype=torch.int8)
+  cases = [((f32, 1.0), torch.float32), ((i8, 3), torch.int8), ((f32, 1j), torch.complex64),
+           ((i8, 1.5), torch.get_default_dtype()), ((i8, torch.uint8), torch.int16),
+           ((xp.float64, f32, 2), torch.float64), ((torch.zeros(2, dtype=torch.bool), 1),
+                                                   torch.int64)]
+  for args, expected in cases:
+    assert xp.result_type(*args) == expected, args
+  compiled = torch.compile(lambda x: x.to(xp.result_type(x, 2.0)), fullgraph=True)
+  assert compiled(i8).dtype == torch.get_default_dtype()
+  with pytest.raises(ValueError):
+    xp.result_type(1.0, 2)
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.complex64])
+def test_sign(mode, dtype):
+  x = X.astype(dtype) if dtype != np.int32 else np.array([-3, 0, 4], np.int32)
+  if dtype == np.complex64:
+    x = np.array([0, 3 - 4j, -1j, complex(0, -0.0)], np.complex64)
+  out = _modes(xp.sign)[mode](torch.from_numpy(x))
+  np.testing.assert_allclose(out.numpy(), nxp.sign(x), rtol=1e-6)
+  assert out.dtype == torch.from_numpy(x).dtype
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
+@pytest.mark.parametrize("index_dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8])
+def test_indices_of_any_integer_dtype(mode, index_dtype):
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((3, 4)).astype(np.float32)
+  idx = np.array([[0, 3], [1, 1], [2, 0]], index_dtype)
+  sorted_row, sorter = np.array([3.0, 1.0, 2.0]), np.array([1, 2, 0], index_dtype)
+  repeats = np.array([2, 0, 1], index_dtype)
+  cases = [
+      (lambda ns, a, i: ns.take_along_axis(a, i, axis=1), (x, idx)),
+      (lambda ns, a, i: ns.searchsorted(a, ns.asarray([1.5, 2.5], dtype=a.dtype),
+                                        sorter=i), (sorted_row, sorter)),
+  ]
+  if mode == "eager":  # A repeated shape depends on the data: eager only.
+    cases.append((lambda ns, a, r: ns.repeat(a, r, axis=0), (x, repeats)))
+  for fn, args in cases:
+    out = _modes(lambda *t, fn=fn: fn(xp, *t))[mode](*map(torch.from_numpy, args))
+    np.testing.assert_array_equal(out.numpy(), fn(nxp, *args))
