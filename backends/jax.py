@@ -247,9 +247,12 @@ def find_device(name: str):
   return _platform_devices(platform)[int(index)]
 
 
+_WIDE = ("float64", "int64", "uint64", "complex128")  # JAX makes these 32-bit without x64.
+
+
 def precision_scope(arrays: Sequence[np.ndarray]):
   """Enables 64-bit types for this scope only where the arrays need them."""
-  wide = any(np.asarray(a).dtype.itemsize == 8 for a in arrays if a is not None)
+  wide = any(np.asarray(a).dtype.name in _WIDE for a in arrays if a is not None)
   return jax.enable_x64(True) if wide else contextlib.nullcontext()
 
 

@@ -21,6 +21,32 @@ TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-1
 BITWISE = "bitwise"
 
 
+def is_floating(dtype: Any) -> bool:
+  """Real floating, bfloat16 (ml_dtypes, not a NumPy floating subtype) included."""
+  dtype = np.dtype(dtype)
+  return np.issubdtype(dtype, np.floating) or dtype.name == "bfloat16"
+
+
+def is_inexact(dtype: Any) -> bool:
+  """Floating or complex: what carries a gradient."""
+  return is_floating(dtype) or np.issubdtype(np.dtype(dtype), np.complexfloating)
+
+
+def as_real(x: np.ndarray) -> np.ndarray:
+  """A complex array as its real and imaginary parts (a trailing axis of 2, of the real
+  dtype of the same precision); other arrays unchanged. Complex values are compared, and
+  differentiated by finite differences, as these pairs of reals."""
+  x = np.asarray(x)
+  if not np.issubdtype(x.dtype, np.complexfloating):
+    return x
+  return np.stack([x.real, x.imag], axis=-1)
+
+
+def as_complex(x: np.ndarray) -> np.ndarray:
+  """`as_real`'s inverse: a trailing axis of (real, imaginary) as complex."""
+  return x[..., 0] + 1j * x[..., 1]
+
+
 def tolerance_for(dtype: str, tolerance: str | float | None = None) -> float:
   """The relative tolerance of a row: the dtype's default, a number, or 0 for bitwise."""
   if tolerance is None or tolerance == "default":
@@ -73,7 +99,7 @@ def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
   finite value. Integer arrays: the absolute difference.
   """
   actual, expected = np.asarray(actual), np.asarray(expected)
-  if not np.issubdtype(expected.dtype, np.floating) and expected.dtype.name != "bfloat16":
+  if not is_floating(expected.dtype):
     return np.abs(actual.astype(np.float64) - expected.astype(np.float64))
   a, e = _ordered(actual), _ordered(expected)
   same_side = (a >= 0) == (e >= 0)
@@ -126,7 +152,7 @@ def mismatches(actual: np.ndarray, expected: np.ndarray, tolerance: float,
   actual, expected = np.asarray(actual), np.asarray(expected)
   if bitwise:
     return ~bitwise_equal(actual, expected)
-  if not (np.issubdtype(expected.dtype, np.floating) or expected.dtype.name == "bfloat16"):
+  if not is_floating(expected.dtype):
     return actual != expected
   return _class_mismatch(actual, expected) | (_robust_errors(actual, expected) > tolerance)
 
@@ -135,7 +161,7 @@ def what_differs(actual: np.ndarray, expected: np.ndarray, where: np.ndarray) ->
   """Words for the differences at the elements ``where``: "NaN vs a number", "infinity",
   "finite value", "signed zero" (bitwise only) or "integer value"."""
   actual, expected = np.asarray(actual)[where], np.asarray(expected)[where]
-  if not np.issubdtype(expected.dtype, np.floating):
+  if not is_floating(expected.dtype):
     return {"integer value"} if actual.size else set()
   nan = np.isnan(actual) != np.isnan(expected)
   inf = ~nan & _class_mismatch(actual, expected)
@@ -255,9 +281,10 @@ def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference
       return _mismatch(f"{name}: dtype {a.dtype}, {reference} {e.dtype}")
     if a.shape != e.shape:
       return _mismatch(f"{name}: shape {a.shape}, {reference} {e.shape}")
+    a, e = as_real(a), as_real(e)  # Complex: real and imaginary parts, last axis.
     distance = ulp_distance(a, e).reshape(-1)
     ulps = max(ulps, float(np.max(distance, initial=0.0)))
-    floating = np.issubdtype(e.dtype, np.floating) or e.dtype.name == "bfloat16"
+    floating = is_floating(e.dtype)
     if elementwise and floating:
       errors = np.where(_class_mismatch(a, e), np.inf, _robust_errors(a, e)).reshape(-1)
       err, at = float(np.max(errors, initial=0.0)), int(np.argmax(errors)) if a.size else 0
