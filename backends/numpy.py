@@ -107,7 +107,9 @@ def _computed_wider(fn: Callable[..., Any]) -> Callable[..., Any]:
   """``vjp`` for bfloat16 inputs: NumPy has no bfloat16 arithmetic of its own (ml_dtypes
   stores it; mixing it with Python numbers gives float32), so the reference computes in
   float32 and rounds each output and cotangent to bfloat16 once: the result of a framework
-  that keeps bfloat16 arrays and accumulates in float32 (docs/dtypes.md)."""
+  that keeps bfloat16 arrays and accumulates in float32 (docs/dtypes.md). An output whose
+  dtype a static ``dtype`` parameter chooses (float32 from bfloat16 inputs: declared mixed
+  precision) keeps it."""
   @functools.wraps(fn)
   def vjp_of(op, *inputs, **params):
     low = [_is_bfloat16(x) for x in inputs]
@@ -117,6 +119,8 @@ def _computed_wider(fn: Callable[..., Any]) -> Callable[..., Any]:
     wide = COMPUTE_DTYPES[narrow.name]
     outputs, vjp_fn = fn(op, *(x.astype(wide) if b else x for x, b in zip(inputs, low)),
                          **params)
+    chosen = params.get("dtype")  # A `dtype` parameter chooses the outputs' dtype: kept.
+    rounded_out = lambda x: x.astype(narrow) if x.dtype == wide and chosen != x.dtype else x
     rounded = lambda x: x.astype(narrow) if x is not None and x.dtype == wide else x
 
     def rounded_vjp(g):
@@ -126,8 +130,8 @@ def _computed_wider(fn: Callable[..., Any]) -> Callable[..., Any]:
       return tuple(rounded(c) if b else c for c, b in zip(cts, low))
 
     if isinstance(outputs, tuple):
-      return tuple(rounded(o) for o in outputs), rounded_vjp
-    return rounded(outputs), rounded_vjp
+      return tuple(rounded_out(o) for o in outputs), rounded_vjp
+    return rounded_out(outputs), rounded_vjp
   return vjp_of
 
 

@@ -17,8 +17,31 @@ import numpy as np
 
 from crossgrad.registry.errors import CrossgradError
 
-TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
+EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+# The low-precision dtypes' default tolerances, in ULPs of the dtype at the largest element
+# compared (docs/dtypes.md): frameworks round intermediate results differently (per op in
+# TensorFlow and torch, per fused chain under XLA), a few ULPs of 8 or 11 significant bits.
+ULPS = {"float16": 10, "bfloat16": 4}
+# Relative errors; float32's is about 84 ULPs, float64's about 4500.
+TOLERANCE = {"float32": 1e-5, "float64": 1e-12, **{d: n * EPS[d] for d, n in ULPS.items()}}
 BITWISE = "bitwise"
+
+
+def dtype_of(name: str) -> np.dtype:
+  """A NumPy dtype by name; bfloat16 is ml_dtypes' (installed with JAX and TensorFlow)."""
+  if name == "bfloat16":
+    import ml_dtypes  # pylint: disable=g-import-not-at-top  # Only where bfloat16 is asked.
+    return np.dtype(ml_dtypes.bfloat16)
+  return np.dtype(name)
+
+
+def finfo(dtype: Any):
+  """`np.finfo`, bfloat16 included (ml_dtypes' finfo)."""
+  dtype = np.dtype(dtype)
+  if dtype.name == "bfloat16":
+    import ml_dtypes  # pylint: disable=g-import-not-at-top
+    return ml_dtypes.finfo(dtype)
+  return np.finfo(dtype)
 
 
 def is_floating(dtype: Any) -> bool:
@@ -197,11 +220,11 @@ def flush_subnormals(actual: np.ndarray, expected: np.ndarray):
   intermediates (``b * x`` in ``a * y + b * x``) into zeros, losing that much and the sign
   of the zero. (0.0 against -0.0 alone is no flush: see `unsigned_zeros`.)"""
   actual, expected = np.asarray(actual), np.asarray(expected)
-  if not np.issubdtype(expected.dtype, np.floating) or actual.shape != expected.shape:
+  if not is_floating(expected.dtype) or actual.shape != expected.shape:
     return actual, expected
   with np.errstate(over="ignore", invalid="ignore"):
     gap = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
-  close = (gap <= FLUSH_SLACK * float(np.finfo(expected.dtype).tiny)) & (actual != expected)
+  close = (gap <= FLUSH_SLACK * float(finfo(expected.dtype).tiny)) & (actual != expected)
   zero = np.zeros((), expected.dtype)
   return np.where(close, zero, actual), np.where(close, zero, expected)
 

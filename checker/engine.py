@@ -53,7 +53,7 @@ def _cast_inputs(inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray] |
   has no complex dtype of that precision (float16, bfloat16)."""
   if any(np.iscomplexobj(x) for x in inputs) and dtype not in COMPLEX_OF:
     return None
-  return [x.astype(dtype) if compare.is_floating(x.dtype)
+  return [x.astype(compare.dtype_of(dtype)) if compare.is_floating(x.dtype)
           else x.astype(COMPLEX_OF[dtype]) if np.iscomplexobj(x) else x for x in inputs]
 
 
