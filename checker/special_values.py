@@ -109,7 +109,9 @@ def _read_as_zero(x: np.ndarray) -> np.ndarray:
   """Subnormals made zeros of their sign, as a DAZ processor reads them."""
   if not _floating(x.dtype):
     return x
-  return np.where(np.abs(x) < compare.finfo(x.dtype).tiny, np.copysign(np.zeros((), x.dtype), x), x)
+  with np.errstate(invalid="ignore"):  # NaN (ml_dtypes' bfloat16 warns where NumPy does not).
+    subnormal = np.abs(x) < compare.finfo(x.dtype).tiny
+  return np.where(subnormal, np.copysign(np.zeros((), x.dtype), x), x)
 
 
 @dataclasses.dataclass(frozen=True)
