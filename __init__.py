@@ -2,12 +2,14 @@
 versions, cross-checked.
 
 ``crossgrad.tensorflow``, ``crossgrad.jax`` and ``crossgrad.torch`` import their framework
-on first access; ``import crossgrad`` itself imports none.
+on first access (never while torch.compile compiles: use them once before); ``import
+crossgrad`` itself imports none.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
 
 from crossgrad.api import numpy
 from crossgrad.checker.engine import cross_check
@@ -48,14 +50,34 @@ __all__ = (
 del _builtin_ops
 
 
+def _torch_compiler():
+  """``torch.compiler`` if PyTorch is imported (never imported here), else None."""
+  return getattr(sys.modules.get("torch"), "compiler", None)
+
+
+def _load(name: str):
+  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  base.load(name)  # A clear error if the framework is missing.
+  module = importlib.import_module(f"crossgrad.api.{name}")
+  globals()[name] = module
+  return module
+
+
 def __getattr__(name: str):
-  if name in _LAZY_BACKENDS:
-    from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
-    base.load(name)  # A clear error if the framework is missing.
-    module = importlib.import_module(f"crossgrad.api.{name}")
-    globals()[name] = module
-    return module
-  raise AttributeError(f"module 'crossgrad' has no attribute {name!r}")
+  if name not in _LAZY_BACKENDS:
+    raise AttributeError(f"module 'crossgrad' has no attribute {name!r}")
+  compiler = _torch_compiler()
+  if compiler is None:
+    return _load(name)
+  if compiler.is_compiling():
+    # Inductor compiling (its cache-key pickler probes module attributes and takes an
+    # AttributeError as "not here"): importing an API module makes ops, which torch
+    # refuses inside a compiler.
+    raise AttributeError(
+        f"crossgrad.{name} is imported on first use, which cannot happen while torch.compile "
+        f"compiles: use crossgrad.{name} once before compiling")
+  # Dynamo tracing a first use: the import runs outside the trace (a graph break).
+  return compiler.disable(_load)(name)
 
 
 def __dir__():

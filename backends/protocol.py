@@ -53,8 +53,12 @@ class Backend(Protocol):
     the input cotangents for output ``cotangent`` (None for integer outputs), as NumPy,
     one entry per input (None for non-differentiable inputs)."""
 
-  def precision_scope(self, arrays: Sequence[np.ndarray | None]) -> ContextManager[Any]:
-    """A scope in which the framework keeps the dtypes of ``arrays`` (e.g. JAX's x64)."""
+  def precision_scope(self, arrays: Sequence[np.ndarray | None],
+                      float32: str | None = None) -> ContextManager[Any]:
+    """A scope in which the framework keeps the dtypes of ``arrays`` (e.g. JAX's x64) and,
+    with ``float32="highest"``, computes float32 matmuls and convolutions in full float32
+    precision (no TF32 or bfloat16 passes), the settings restored on exit; None leaves
+    the framework's own precision."""
 
   def register_container(self, cls: type, flatten: Callable[[Any], tuple[Any, Any]],
                          unflatten: Callable[[Any, Any], Any]) -> None:

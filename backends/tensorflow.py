@@ -286,10 +286,20 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   return {t: (tuple(outs), base.merge_cotangents(op, grads)) for t in transforms}
 
 
-def precision_scope(arrays: Sequence[Any]):
-  """TensorFlow keeps every dtype as it is."""
+@contextlib.contextmanager
+def precision_scope(arrays: Sequence[Any], float32: str | None = None):
+  """TensorFlow keeps every dtype as it is; with ``float32="highest"``, TensorFloat-32
+  execution (on by default on Ampere and later GPUs) is off for the scope."""
   del arrays
-  return contextlib.nullcontext()
+  if float32 != "highest":
+    yield
+    return
+  enabled = tf.config.experimental.tensor_float_32_execution_enabled()
+  tf.config.experimental.enable_tensor_float_32_execution(False)
+  try:
+    yield
+  finally:
+    tf.config.experimental.enable_tensor_float_32_execution(enabled)
 
 
 def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:

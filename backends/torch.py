@@ -31,7 +31,7 @@ from torch.utils import _pytree as pytree
 from crossgrad.backends import base, op_core, torch_array_api
 from crossgrad.registry import broadcasting, validation
 from crossgrad.registry.errors import CrossgradError
-from crossgrad.registry.namespace import EXTENSIONS, Namespace
+from crossgrad.registry.namespace import CONSTANTS, EXTENSIONS, FUNCTIONS, Namespace
 from crossgrad.registry.opdef import OpDef
 
 NAME = "torch"
@@ -135,15 +135,12 @@ def _astype(x, dtype, /, *, copy=True, device=None):
 
 
 def _creation(fn):
-  # The dtype may also come second, positionally (crossgrad's older zeros(shape, dtype)).
-  def create(shape, dtype=None, *, device=None):
+  def create(shape, *, dtype=None, device=None):
     return fn(shape, dtype=as_dtype(dtype), device=device)
   return create
 
 
-def _arange(start, stop=None, step=1, *, dtype=None, device=None):
-  if isinstance(stop, (str, torch.dtype)):  # crossgrad's older arange(n, dtype).
-    stop, dtype = None, stop
+def _arange(start, /, stop=None, step=1, *, dtype=None, device=None):
   return compat.arange(start, stop, step, dtype=as_dtype(dtype), device=device)
 
 
@@ -162,40 +159,13 @@ def _cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
                                include_initial=include_initial)
 
 
-def _reduction(fn):
-  # The axis may also come second, positionally (crossgrad's older sum(x, axis)).
-  def reduce(x, axis=None, keepdims=False, **kwargs):
-    return fn(_tensor(x), axis=axis, keepdims=keepdims, **kwargs)
-  return reduce
-
-
 def _concat(arrays, /, *, axis=0):
   return compat.concat([_tensor(a) for a in arrays], axis=axis)
 
 
-# The Array API standard (2024.12): its functions and constants, as `array_api_compat`
-# gives them for torch unless crossgrad's own rule is in `_OWN`.
-STANDARD = (
-    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
-    "bitwise_left_shift", "bitwise_invert", "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "ceil", "clip", "conj", "copysign", "cos", "cosh", "divide", "equal",
-    "exp", "expm1", "floor", "floor_divide", "greater", "greater_equal", "hypot", "imag",
-    "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log1p", "log2", "log10",
-    "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum",
-    "minimum", "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "real",
-    "reciprocal", "remainder", "round", "sign", "signbit", "sin", "sinh", "square", "sqrt",
-    "subtract", "tan", "tanh", "trunc",
-    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like",
-    "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
-    "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
-    "take", "take_along_axis", "matmul", "matrix_transpose", "tensordot", "vecdot",
-    "broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
-    "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
-    "argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where",
-    "unique_all", "unique_counts", "unique_inverse", "unique_values", "argsort", "sort",
-    "cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var",
-    "all", "any", "diff",
-    "e", "inf", "nan", "newaxis", "pi") + tuple(_DTYPES)
+# The Array API standard's names (`registry.namespace`), as `array_api_compat` gives them for
+# torch unless crossgrad's own rule is in `_OWN`.
+STANDARD = FUNCTIONS + CONSTANTS + tuple(_DTYPES)
 
 
 _OWN = {
@@ -204,9 +174,7 @@ _OWN = {
     "zeros": _creation(compat.zeros), "ones": _creation(compat.ones),
     "empty": _creation(compat.empty), "full": _full, "arange": _arange, "asarray": _asarray,
     "cumulative_sum": _cumulative_sum, "concat": _concat,
-    **{name: _reduction(getattr(compat, name)) for name in ("sum", "mean", "max", "min")},
 }
-
 
 
 def _numpy_as_tensors(fn):
@@ -603,10 +571,23 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   return {t: result for t in transforms}
 
 
-def precision_scope(arrays: Sequence[Any]):
-  """torch keeps every dtype as it is."""
+@contextlib.contextmanager
+def precision_scope(arrays: Sequence[Any], float32: str | None = None):
+  """torch keeps every dtype as it is; with ``float32="highest"``, TF32 is off for CUDA
+  matmuls and cuDNN convolutions and the float32 matmul precision is "highest"."""
   del arrays
-  return contextlib.nullcontext()
+  if float32 != "highest":
+    yield
+    return
+  saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+           torch.get_float32_matmul_precision())
+  torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+  torch.set_float32_matmul_precision("highest")
+  try:
+    yield
+  finally:
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
+    torch.set_float32_matmul_precision(saved[2])
 
 
 def register_container(cls: type, flatten: Callable, unflatten: Callable) -> None:

@@ -37,6 +37,7 @@ from typing import Sequence
 from absl import app
 from absl import flags
 
+from crossgrad.benchmarks import array_api_modes
 from crossgrad.benchmarks import timing
 
 VERSION = "2024.12"
@@ -53,11 +54,25 @@ NAMESPACES = {
     "numpy": "exec('import crossgrad; xp = crossgrad.numpy.xp')",
     "jax": "exec('import crossgrad; xp = crossgrad.jax.xp')",
     "tensorflow": "exec('import crossgrad; xp = crossgrad.tensorflow.xp')",
+    "torch": "exec('import crossgrad; xp = crossgrad.torch.xp')",
+    # No data-dependent shapes (a compiled mode's selection): NumPy's own, the baseline.
+    "numpy-native-static": "numpy",
 }
+# Each backend's xp with every call run compiled or vmapped (benchmarks/array_api_modes.py).
+NAMESPACES.update({
+    f"{backend}-{mode}": "exec('from crossgrad.benchmarks import array_api_modes as m; "
+                         f'xp = m.namespace("{backend}", "{mode}")\')'
+    for backend, modes in array_api_modes.MODES.items() for mode in modes})
+# Run with --disable-data-dependent-shapes: a compiled function's shapes are fixed.
+STATIC = {"numpy-native-static", "jax-jit", "tensorflow-xla", "torch-compile"}
 
 # Namespaces measured a second time with a test-side plugin (the row's name, the plugin).
-TUPLE_SHAPES = {"tensorflow": ("tensorflow (shapes as tuples)",
-                               "crossgrad.benchmarks.array_api_tensorshape_plugin")}
+TENSORSHAPE_PLUGIN = "crossgrad.benchmarks.array_api_tensorshape_plugin"
+TUPLE_SHAPES = {"tensorflow": ("tensorflow (shapes as tuples)", TENSORSHAPE_PLUGIN)}
+# TensorFlow's modes are measured with shapes as tuples only (their strict failures are the
+# eager row's: tf.TensorShape in the suite's tools).
+ALWAYS_PLUGINS = {"tensorflow-xla": (TENSORSHAPE_PLUGIN,),
+                  "tensorflow-vmap": (TENSORSHAPE_PLUGIN,)}
 # A test id parametrised by a dunder method of the array: `test_add[__add__(x1, x2)]`,
 # `test_binary[__mod__(x1_i is +0 ...)]` (not `__array_namespace_info__`, a function).
 OPERATOR = re.compile(r"\[__(?!array_namespace_info__)[a-z]+__")
@@ -117,13 +132,15 @@ def run_suite(suite: str, namespace: str, selection: str, *, max_examples: int,
   _check_suite(suite_path)
   expression = SELECTIONS[selection] + (f" and ({keyword})" if keyword else "")
   targets = [f"array_api_tests/{f}" for f in files] or ["array_api_tests"]
+  plugins = (*plugins, *ALWAYS_PLUGINS.get(namespace, ()))
   if not shrink:
     plugins = (*plugins, NO_SHRINK)
+  static = ("--disable-data-dependent-shapes",) if namespace in STATIC else ()
   with tempfile.TemporaryDirectory() as tmp:
     report = os.path.join(tmp, "report.json")
     command = [sys.executable, "-m", "pytest", *targets, "-q", "-p", "no:cacheprovider",
                *(a for p in plugins for a in ("-p", p)),
-               "--disable-extension", "fft", f"--max-examples={max_examples}",
+               "--disable-extension", "fft", *static, f"--max-examples={max_examples}",
                "--derandomize", "--disable-deadline", "-k", expression, "--json-report",
                f"--json-report-file={report}", "--json-report-omit", "collectors", "log",
                "streams", "traceback"]
@@ -160,16 +177,17 @@ def run_suite(suite: str, namespace: str, selection: str, *, max_examples: int,
 
 def _print(selection: str, results: dict[str, dict]):
   names = list(results)
-  baseline = results.get("numpy-native")
   rows = []
   for name, r in results.items():
+    # A compiled mode's selection (no data-dependent shapes) against NumPy's on the same.
+    baseline = results.get("numpy-native-static" if name in STATIC else "numpy-native")
     delta = "" if baseline is None else r["passed"] - baseline["passed"]
     ops = r["operators"]
     rows.append((name, r["passed"], r["failed"], r["skipped"], delta,
                  f'{r["passed"] - ops["passed"]}/{r["failed"] - ops["failed"]}',
                  f'{ops["passed"]}/{ops["failed"]}', round(r["seconds"])))
   timing.emit(f"array-api-tests {VERSION}, {selection}: per namespace",
-              ("namespace", "passed", "failed", "skipped", "vs numpy-native",
+              ("namespace", "passed", "failed", "skipped", "vs numpy-native (-static)",
                "without operators: passed/failed", "operators (array object): passed/failed",
                "seconds"), rows, None)
   adapted = [row for row, _ in TUPLE_SHAPES.values() if row in results]

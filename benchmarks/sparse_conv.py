@@ -1,8 +1,8 @@
-"""Sparse convolution (seed 001) against the seed's loops and against dense convolution.
+"""Sparse convolution (sparse_cnn) against sparse_cnn's loops and against dense convolution.
 
 1. Q build (forward: rulebook + scatter) and Q gradient (backward: gather) of the
    vectorised `sparse_q` (compiled in JAX and TF; also the same code in NumPy) against
-   seed 001's Python loops (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5;
+   sparse_cnn's Python loops (`crossgrad.benchmarks.sparse_loops`) at 128x128x3, f=5;
    "floor" bounds any compiled design on this machine: a jitted JAX call that only
    writes a Q-sized array (forward) or only reads dQ once (backward).
 2. One layer, forward + backward (gradients of M, ground_state, W, b), of
@@ -18,7 +18,7 @@ Everything framework-side runs compiled (`jax.jit`, `tf.function(jit_compile=Tru
 in sections 1 and 2 including the rulebook built from H inside the step. Variants of one comparison run
 interleaved; each figure is the median over ``--repeats`` rounds of a warm call: the
 third of three back-to-back calls, as in a training loop. (On a shared VM a compiled
-call that follows idle time or other work runs up to 2x slower, cold caches; the seed's
+call that follows idle time or other work runs up to 2x slower, cold caches; sparse_cnn's
 loops, at 8-200 ms a call, hardly notice.)
 
   python -m crossgrad.benchmarks.sparse_conv [--quick] [--json=out/sparse_conv.json]
@@ -145,10 +145,10 @@ def compare_loops(shape, f, fraction, repeats, seed=0) -> dict:
   for name in ("numpy", "jax", "tensorflow"):  # Same H_out, Q and gradients as the loops.
     h_out, q = fns[f"{name}_forward"]()
     if not (np.array_equal(np.asarray(h_out), want_h) and np.array_equal(np.asarray(q), want_q)):
-      raise AssertionError(f"{name}: H_out or Q differs from the seed's loops")
+      raise AssertionError(f"{name}: H_out or Q differs from sparse_cnn's loops")
     dm, dt = (np.asarray(v) for v in fns[f"{name}_backward"]()[:2])
     if not (np.allclose(dm, want_dm) and np.allclose(dt, want_dt, rtol=1e-4)):
-      raise AssertionError(f"{name}: dM or d ground_state differs from the seed's loops")
+      raise AssertionError(f"{name}: dM or d ground_state differs from sparse_cnn's loops")
   loop_repeats = max(3, repeats // 3)  # The loops are the slow part of the run.
   times = _median_times({k: v for k, v in fns.items() if k.startswith("loops")},
                         loop_repeats)
@@ -267,7 +267,7 @@ def run(quick: bool = False, repeats: int = 9, fractions=(0.01, 0.05, 0.2), n_ou
            for fraction in fractions]
   dense = compare_dense(dense_shape, 3, dense_shape[2], fractions, reps)
   sections = {
-      "loops": (f"sparse_q vs seed 001 loops: {loop_shape}, f=5", *_loop_table(loops)),
+      "loops": (f"sparse_q vs sparse_cnn loops: {loop_shape}, f=5", *_loop_table(loops)),
       "dense": (f"sparse_conv2d vs dense conv, forward+backward: {dense_shape}, f=3, "
                 f"n_out={dense_shape[2]}", *_dense_table(dense)),
       "rows": (f"one layer, rulebook built beforehand, vs the floor: {loop_shape}, f=5, "

@@ -1,7 +1,7 @@
-"""Seed 001's sparse-convolution algorithm as written there: Python loops over sites.
+"""sparse_cnn's sparse-convolution algorithm as written there: Python loops over sites.
 
 The baseline of `crossgrad.benchmarks.sparse_conv`, and an independent reference in
-the tests: ``build_q`` is the seed's forward (H_out in first-appearance order, Q with
+the tests: ``build_q`` is sparse_cnn's forward (H_out in first-appearance order, Q with
 the ground state where inactive), ``grad_q`` its backward (dM, d ground_state).
 """
 
@@ -34,7 +34,7 @@ def output_sites(h_in, dense_shape, f: int) -> dict:
 
 
 def build_q(h_in, m_in, dense_shape, f: int, ground_state):
-  """(H_out, Q) of seed 001's forward."""
+  """(H_out, Q) of sparse_cnn's forward."""
   n_in = dense_shape[2]
   sites = output_sites(h_in, dense_shape, f)
   h_out = np.empty((len(sites), 2), np.int32)
@@ -51,7 +51,7 @@ def build_q(h_in, m_in, dense_shape, f: int, ground_state):
 
 
 def grad_q(dq, h_in, m_in, dense_shape, f: int):
-  """(dM, d ground_state) of seed 001's backward: the total minus the active parts."""
+  """(dM, d ground_state) of sparse_cnn's backward: the total minus the active parts."""
   n_in = dense_shape[2]
   sites = output_sites(h_in, dense_shape, f)
   dm = np.zeros_like(m_in)

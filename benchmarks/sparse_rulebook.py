@@ -8,7 +8,7 @@ sort-based constructions, written directly in `jax.numpy`:
 
 * sparse: ``jnp.unique(keys, size=capacity + 1, return_index=True, return_inverse=True)``
   over the ``a*f*f`` candidate keys, then an ``argsort`` of the first indices to put the
-  output sites in the seed's first-appearance order (so both give identical rulebooks);
+  output sites in sparse_cnn's first-appearance order (so both give identical rulebooks);
 * submanifold: ``argsort`` of the ``a`` site keys and ``jnp.searchsorted`` of the
   ``a*f*f`` neighbour keys (binary search, ``method="scan_unrolled"`` and ``"sort"``).
 

@@ -3,10 +3,11 @@ overridden gradient.
 
   python -m crossgrad.benchmarks.tf1_idiom [--quick] [--sizes=1000,1000000]
 
-Seeds 000 and 001 build custom-gradient ops as `tf.py_func` (NumPy forward) with a
-gradient registered through `gradient_override_map`. In TF2 that is `tf.numpy_function`
+The "Override Tensorflow Backward-Propagation" post and sparse_cnn (docs/sources.md) build
+custom-gradient ops as `tf.py_func` (NumPy forward) with a gradient registered through
+`gradient_override_map`. In TF2 that is `tf.numpy_function`
 inside `tf.custom_gradient`; the benchmark writes it for `leaky_relu` two ways: backward
-in TF ops, and backward in another callback (seed 001's "py_func op for the gradient
+in TF ops, and backward in another callback (sparse_cnn's "py_func op for the gradient
 too"). Both run the train step of `overhead` in `tf.function` (callbacks cannot be
 XLA-compiled); crossgrad's op runs in `tf.function` and under XLA. The figure is the
 speedup, idiom time / crossgrad time, measured interleaved.

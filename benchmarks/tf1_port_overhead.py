@@ -1,4 +1,4 @@
-r"""What a port costs: the seeds' add ported from TF1 against the same op as an OpDef.
+r"""What a port costs: the Override post's add ported from TF1 against the same op as an OpDef.
 
 Times one value-and-gradient of ``sum(custom_add(c, k, d) ** 2)`` for two ports of the
 legacy pair (``crossgrad.tf1.port``) and for the built-in ``custom_add`` (written against

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from crossgrad.backends import jax as backend
-from crossgrad.registry import random_bits
+from crossgrad.bernoulli import random_bits
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.ops import bernoulli_mask as op
 

@@ -7,7 +7,7 @@ from typing import Any
 import tensorflow as tf
 
 from crossgrad.backends import tensorflow as backend
-from crossgrad.registry import random_bits
+from crossgrad.bernoulli import random_bits
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.ops import bernoulli_mask as op
 

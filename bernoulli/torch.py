@@ -17,7 +17,8 @@ from typing import Any
 import torch
 
 from crossgrad.backends import torch as backend
-from crossgrad.registry import random_bits, validation
+from crossgrad.bernoulli import random_bits
+from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.ops import bernoulli_mask as op
 

@@ -64,6 +64,14 @@ _SPECIAL = flags.DEFINE_string(
     "the ops' own edges): 'advisory' (differences only where the reference is not finite "
     "or an input is not finite or extreme, or a framework raising there, are reported "
     "but do not fail), 'strict' (they fail) or 'off' ('true'/'false' also work).")
+_PRECISION = flags.DEFINE_string(
+    "precision", "highest", "'highest': every backend computes float32 matmuls and "
+    "convolutions in full float32 precision during the check (no TF32 or bfloat16 passes on "
+    "GPUs), restored afterwards; 'framework': the frameworks' own defaults, to measure them.")
+_DETERMINISM = flags.DEFINE_bool(
+    "determinism", False, "Run every backend, device and mode twice and compare the runs "
+    "bit for bit (determinism rows: nondeterministic gradients, e.g. GPU scatter-adds); "
+    "doubles the time of the forward and vjp rows.")
 _JSON = flags.DEFINE_string("json", None, "Write the report as JSON to this path.")
 _HTML = flags.DEFINE_string("html", None, "Write the report as one self-contained HTML page.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed for inputs, cotangents and directions.")
@@ -111,9 +119,12 @@ def _check(argv) -> int:
     selection.check(ops, modules, _DTYPES.value, _DEVICES.value, _MODES.value, flags=True)
     tolerance = compare.check_tolerance(_TOLERANCE.value, "--tolerance")
     special = special_values.policy(_SPECIAL.value, "--special")
+    if _PRECISION.value not in engine.PRECISIONS:
+      raise selection.unknown("--precision", _PRECISION.value, engine.PRECISIONS)
     report = engine.cross_check(
         ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
         modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
+        precision=_PRECISION.value, determinism=_DETERMINISM.value,
         progress=lambda line: print(line, file=sys.stderr, flush=True))
   except CrossgradError as e:
     return _fail(str(e))

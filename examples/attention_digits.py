@@ -1,6 +1,6 @@
 """An attention-mask classifier on scikit-learn's digits, trained in TensorFlow and in JAX.
 
-The model of seeds 000/003 (arXiv 1710.11446) at toy scale: per-pixel features ``F``
+The model of arXiv 1710.11446 (docs/sources.md) at toy scale: per-pixel features ``F``
 and an attention map ``p`` (both from the 3x3 neighbourhood of each pixel), a Bernoulli
 sample of ``p`` multiplied with ``F`` (`bernoulli_mask`, surrogate gradient), then a
 linear classifier. Both frameworks start from the same weights and see the same

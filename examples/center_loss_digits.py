@@ -1,4 +1,4 @@
-r"""Softmax + center loss (seed 003; Wen et al., ECCV 2016) on scikit-learn's digits,
+r"""Softmax + center loss (Wen et al., ECCV 2016, via Shigapova's course) on scikit-learn's digits,
 in TensorFlow, JAX and PyTorch (where installed).
 
 A small network maps each 8x8 digit to a 2-D feature, as the paper's Fig. 2 does for

@@ -1,4 +1,4 @@
-r"""A positive-weight layer (seed 002, example 2) learning a non-negative regression,
+r"""A positive-weight layer (the layer-gradient Q&A, example 2) learning a non-negative regression,
 in TensorFlow (Keras `PositiveDense`) and JAX (`jax_positive_dense`).
 
 Data: ``Y = X W_true^T + noise`` with ``W_true >= 0`` and about a third of its entries

@@ -1,9 +1,10 @@
-r"""The seeds' simple network (seeds 000 and 003) in TensorFlow 2, JAX and PyTorch.
+r"""The simple network of the "Override Tensorflow Backward-Propagation" post in TensorFlow 2,
+JAX and PyTorch.
 
     d = data + c;  e = custom_add(c, k, d);  a = d * e
     loss = softmax_cross_entropy(logits=a, onehot_labels=[0, 1]);  Adam(lr=1e-3, eps=0.1)
 
-``custom_add`` carries the seeds' overridden gradient. The frameworks (PyTorch where it
+``custom_add`` carries the post's overridden gradient. The frameworks (PyTorch where it
 is installed) start from the same truncated-normal values and print their loss curves
 side by side, with the largest gap between them:
 
@@ -19,7 +20,7 @@ from absl import flags
 import crossgrad as cg
 
 DATA = np.array([1.0, 2.0], np.float32)
-LABELS = np.array([0.0, 1.0], np.float32)  # The seed's labels, fed as one-hot.
+LABELS = np.array([0.0, 1.0], np.float32)  # The post's labels, fed as one-hot.
 LEARNING_RATE, BETA1, BETA2, EPSILON = 1e-3, 0.9, 0.999, 0.1
 
 def initial_values(seed: int) -> tuple[np.ndarray, np.ndarray]:

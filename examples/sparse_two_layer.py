@@ -1,8 +1,8 @@
-"""Seed 001's two-layer example: a 4x4x2 sparse input through two sparse convolutions.
+"""sparse_cnn's two-layer example: a 4x4x2 sparse input through two sparse convolutions.
 
-Builds the seed's input (three active sites), runs two 2x2 sparse convolution layers
+Builds its input (three active sites), runs two 2x2 sparse convolution layers
 (2 -> 4 -> 8 channels) in TensorFlow and in JAX, prints the active sites of each layer
-(3 -> 5 -> 4) and the seed's six float64 gradient errors: the largest entry of
+(3 -> 5 -> 4) and its six float64 gradient errors: the largest entry of
 |J - J_fd| for TensorFlow's `GradientTape.jacobian` and JAX's `jax.jacrev`, with J_fd
 from central differences of the NumPy layers (the seed reports 6e-14 .. 1e-11).
 
@@ -32,7 +32,7 @@ def _weights(seed: int):
 
 
 def layers(backend: str, x: cg.SparseData, weights) -> dict:
-  """The seed's two layers in ``backend``: outputs keyed M1, t1, M2, t2 (and sites)."""
+  """sparse_cnn's two layers in ``backend``: outputs keyed M1, t1, M2, t2 (and sites)."""
   conv = getattr(cg, backend).sparse_conv2d
   w1, b1, w2, b2 = weights
   y = conv(x, w1, b1, 2)

@@ -1,6 +1,6 @@
-r"""Seeds 000/003's simple network kept in TF1 form, and its custom add ported to TF2 and JAX.
+r"""The Override-post's simple network kept in TF1 form, and its custom add ported to TF2 and JAX.
 
-The TF1 program is the seed's, with one change: its random-name ``py_func`` helper is
+The TF1 program is the post's, with one change: its random-name ``py_func`` helper is
 `crossgrad.tf1.py_func`. It trains with `tf.compat.v1.train.AdamOptimizer` in a
 session; at every step the ported op (`crossgrad.tf1.port`) gives the gradients of the
 same loss at the same ``c, k`` in TF2 (`tf.GradientTape`) and JAX (`jax.grad`), and
@@ -34,7 +34,7 @@ def define_flags():
   flags.DEFINE_integer("seed", 0, "Seed of the initial values.")
 
 
-# The seed's legacy pair, unchanged.
+# The post's legacy pair, unchanged.
 def forward_func(c, k, d):
   e = np.add(c, k)
   return e.astype(np.float32)
@@ -52,11 +52,11 @@ def backprop_func(op, grad):
 TF1_CUSTOM_ADD = tf1.port(
     "tf1_custom_add", forward_func, backprop_func, gradient="declared",
     sample=lambda rng: tuple(rng.standard_normal((2,)) for _ in range(3)),
-    doc="seeds 000/003's py_func add with its overridden gradient, ported from TF1")
+    doc="the Override post's py_func add with its overridden gradient, ported from TF1")
 
 
 def build_tf1_program(graph, c0: np.ndarray, k0: np.ndarray):
-  """The seed's graph: returns (c, k, loss, grads_and_vars, train_op, feeds)."""
+  """The post's graph: returns (c, k, loss, grads_and_vars, train_op, feeds)."""
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
 
   def custom_add(c, k, d, name=None):

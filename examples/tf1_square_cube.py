@@ -1,10 +1,10 @@
-r"""Seed 001's py_func square and cube, in their TF1 form and ported to TF2 and JAX.
+r"""sparse_cnn's py_func square and cube, in their TF1 form and ported to TF2 and JAX.
 
-The TF1 graph is the seed's with its random-name helper replaced by
-`crossgrad.tf1.py_func`; it prints the seed's results ``[2, 4, 6, 8]`` and
+The TF1 graph is sparse_cnn's with its random-name helper replaced by
+`crossgrad.tf1.py_func`; it prints sparse_cnn's results ``[2, 4, 6, 8]`` and
 ``[3, 12, 27, 48]``. The ports (`crossgrad.tf1.port`) give the same gradients in TF2
 and JAX and pass the cross-check. The cube's gradient is itself a py_func, so its JAX
-backward is a host callback into TF. Seed 001's ``_MyCubeGrad`` returns
+backward is a host callback into TF. sparse_cnn's ``_MyCubeGrad`` returns
 ``3 x**2`` without multiplying by the upstream ``grad``: right only under
 ``reduce_sum``; the port multiplies (the cross-check's finite differences catch the
 seed's version, see tests/test_tf1.py).
@@ -21,7 +21,7 @@ from absl import flags
 import crossgrad as cg
 from crossgrad import tf1
 
-X = np.array([1.0, 2.0, 3.0, 4.0], np.float32)  # The seed's x.
+X = np.array([1.0, 2.0, 3.0, 4.0], np.float32)  # sparse_cnn's x.
 
 FLAGS = flags.FLAGS
 
@@ -52,13 +52,13 @@ def _sample(rng):
 
 
 SQUARE = tf1.port("tf1_square", np.square, _my_square_grad, input_names=("x",),
-                  sample=_sample, doc="seed 001's py_func square, ported from TF1")
+                  sample=_sample, doc="sparse_cnn's py_func square, ported from TF1")
 CUBE = tf1.port("tf1_cube", _cube, _my_cube_grad, sample=_sample,
-                doc="seed 001's py_func cube (a py_func gradient), ported from TF1")
+                doc="sparse_cnn's py_func cube (a py_func gradient), ported from TF1")
 
 
 def tf1_gradients() -> dict[str, np.ndarray]:
-  """The seed's two graphs: dL/dx of L = sum(mysquare(x)) and of sum(my_cube(x))."""
+  """sparse_cnn's two graphs: dL/dx of L = sum(mysquare(x)) and of sum(my_cube(x))."""
   import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top
 
   def mysquare(x, name=None):

@@ -1,4 +1,4 @@
-"""`attention_mask`: the seeds' Bernoulli attention mask as a plain JAX function."""
+"""`attention_mask`: the Bernoulli attention mask (arXiv 1710.11446) as a plain JAX function."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`BernoulliAttentionMask`: the seeds' Bernoulli attention mask as a Keras 3 layer (TF)."""
+"""`BernoulliAttentionMask`: the Bernoulli attention mask (arXiv 1710.11446) as a Keras 3
+layer (TF)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from crossgrad.layers import _keras_backend
 class PositiveDense(keras.layers.Layer):
   """Dense layer with non-negative effective weights (crossgrad's ``positive_matmul``).
 
-  The kernel is (units, n_in), as in the seed. Its gradient passes only where it is
+  The kernel is (units, n_in), as in the layer-gradient Q&A. Its gradient passes only where it is
   positive, so an entry that an update takes to zero or below stops learning (like
   a dead ReLU). By default it starts uniform in ``[0, sqrt(6 / (n_in + units))]``:
   Glorot's range folded onto the non-negatives, so no weight starts dead.

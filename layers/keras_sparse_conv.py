@@ -5,8 +5,8 @@
     book = crossgrad.sparse.submanifold_rulebook(x, 3)   # once per active set
     y = down(conv(x, rulebook=book))
 
-`SubmanifoldConv2D` keeps the active sites (SAME, odd kernel); `SparseConv2D` is seed
-001's VALID convolution, with ``strides`` a downsampling step. The activation is applied to
+`SubmanifoldConv2D` keeps the active sites (SAME, odd kernel); `SparseConv2D` is
+sparse_cnn's VALID convolution, with ``strides`` a downsampling step. The activation is applied to
 the active values and the ground state alike. Weights are created on the first call from
 ``x.dense_shape``. Keras accepts only tensors as positional arguments unless a layer
 allows others: these layers do; a `keras.Model` that takes `SparseData` is called with

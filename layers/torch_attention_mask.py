@@ -1,4 +1,5 @@
-"""`BernoulliAttentionMask`: the seeds' Bernoulli attention mask as a `torch.nn.Module`."""
+"""`BernoulliAttentionMask`: the Bernoulli attention mask (arXiv 1710.11446) as a
+`torch.nn.Module`."""
 
 from __future__ import annotations
 

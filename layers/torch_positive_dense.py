@@ -14,10 +14,10 @@ _POSITIVE_MATMUL = cg_torch.get("positive_matmul")
 class PositiveDense(torch.nn.Module):
   """Dense layer with non-negative effective weights (crossgrad's ``positive_matmul``).
 
-  The kernel is (units, n_in), as in the seed and `torch.nn.Linear`. Its gradient passes
-  only where it is positive, so an entry an update takes to zero or below stops learning.
-  It starts uniform in ``[0, sqrt(6 / (n_in + units))]`` (Glorot's range folded onto the
-  non-negatives), the bias at zero: the torch form of
+  The kernel is (units, n_in), as in the layer-gradient Q&A and `torch.nn.Linear`. Its
+  gradient passes only where it is positive, so an entry an update takes to zero or below
+  stops learning. It starts uniform in ``[0, sqrt(6 / (n_in + units))]`` (Glorot's range
+  folded onto the non-negatives), the bias at zero: the torch form of
   `crossgrad.layers.keras_positive_dense.PositiveDense`.
   """
 

@@ -1,4 +1,4 @@
-"""Sparse convolution after seed 001: `SparseData`, rulebooks, the layers.
+"""Sparse convolution after sparse_cnn (docs/sources.md): `SparseData`, rulebooks, the layers.
 
 ``conv_rulebook(x, f, stride=1, capacity=None)`` and ``submanifold_rulebook(x, f)`` build
 a `Rulebook` once for an active set, to pass as ``rulebook=`` to every layer on that set

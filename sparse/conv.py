@@ -1,9 +1,9 @@
-"""`sparse_conv2d`: one sparse VALID convolution layer (seed 001), any backend.
+"""`sparse_conv2d`: one sparse VALID convolution layer (as in sparse_cnn), any backend.
 
 ``M_out = Q @ W + b`` at the output active sites, with ``Q`` from the `sparse_q` op
 (so the gradient of ``M`` and ``ground_state`` is the op's gather backward) and
 the next ground state ``tile(ground_state, f*f) @ W + b``, the value every output
-whose window sees only inactive sites takes. No activation is applied (as in the seed's
+whose window sees only inactive sites takes. No activation is applied (as in sparse_cnn's
 gradient check); apply one to ``M`` and ``ground_state`` alike (`SparseData.map`).
 With ``stride > 1`` it is a downsampling step (e.g. ``f = stride = 2``).
 """
@@ -27,7 +27,7 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *, stride
   Args:
     backend: "numpy", "tensorflow", "jax" or "torch".
     x: the input `SparseData` (its arrays from ``backend``).
-    W: HWIO kernel ``f x f x n_in x n_out``, or seed 001's ``f*f*n_in x n_out``.
+    W: HWIO kernel ``f x f x n_in x n_out``, or sparse_cnn's ``f*f*n_in x n_out``.
     b: bias, ``n_out``.
     f: filter size.
     stride: the step between output positions (VALID: ``(h - f) // stride + 1`` rows).
@@ -83,7 +83,7 @@ def for_backend(backend: str):
     return sparse_conv2d(backend, x, W, b, f, stride=stride, capacity=capacity,
                          rulebook=rulebook)
   bound.__name__ = bound.__qualname__ = "sparse_conv2d"
-  bound.__doc__ = (f"Seed 001's sparse convolution layer in {backend}; see "
+  bound.__doc__ = (f"sparse_cnn's sparse convolution layer in {backend}; see "
                    "`crossgrad.sparse.conv.sparse_conv2d`.")
   return bound
 

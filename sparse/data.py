@@ -1,4 +1,5 @@
-"""`SparseData`: a sparse activation as in seed 001, in NumPy, TensorFlow or JAX arrays.
+"""`SparseData`: a sparse activation as in sparse_cnn (docs/sources.md), in NumPy,
+TensorFlow or JAX arrays.
 
 ``H`` (``capacity x 2`` int32) holds the active sites (row, col); ``M`` (``capacity x
 n``) their values; ``dense_shape`` is ``(h, w, n)``; ``ground_state`` (``n``) the value

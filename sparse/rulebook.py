@@ -10,13 +10,13 @@ kernel-map cache do. Build one with `for_conv` / `for_submanifold` (exposed as
 **Sparse (VALID, stride s) convolution** (`build`). For input active sites ``H`` (rows
 ``n_valid`` onwards are padding):
 
-* ``h_out`` (``capacity x 2``): output active sites in seed 001's first-appearance order
+* ``h_out`` (``capacity x 2``): output active sites in sparse_cnn's first-appearance order
   (input sites in order; for each, the output positions its filter reaches, row-major);
   padding rows hold -1.
 * ``n_out``: the number of output active sites; rows beyond ``capacity`` are dropped,
   so ``n_out > capacity`` means the capacity was too small.
 * ``dst`` (``a x f*f``): ``dst[i, p] = r * f*f + k`` where input row ``i``, seen through
-  filter position ``p`` (the seed's loop order: output ``((row - f + 1 + p // f) / s,
+  filter position ``p`` (sparse_cnn's loop order: output ``((row - f + 1 + p // f) / s,
   (col - f + 1 + p % f) / s)`` where that divides), lands in output row ``r`` at filter
   offset ``k`` (HWIO order, ``k = f*f - 1 - p``); -1 where that output is outside the
   image, beyond the capacity, not on the stride, or ``i`` is a padding row. Stored per
@@ -24,7 +24,7 @@ kernel-map cache do. Build one with `for_conv` / `for_submanifold` (exposed as
   (`crossgrad.registry.ops.sparse_q`).
 
 No Python loop runs over sites: candidates (site, filter position) are laid out as one
-array in the seed's loop order, the first candidate of each output position is found
+array in sparse_cnn's loop order, the first candidate of each output position is found
 with a scatter-min over the output grid, and ranks come from a cumulative count.
 
 **Submanifold (SAME, stride 1, odd f) convolution** (`build_submanifold`): the output
@@ -143,7 +143,7 @@ def build(xp, h_in, n_valid, dense_shape, f: int, capacity: int, stride: int = 1
   grid = ho * wo
   row, col = h_in[:, 0], h_in[:, 1]
   live = xp.arange(a, dtype=xp.int32) < xp.astype(xp.asarray(n_valid), xp.int32)
-  # Candidates (site, filter position) in the seed's loop order: position p = (u, v) of
+  # Candidates (site, filter position) in sparse_cnn's loop order: position p = (u, v) of
   # site (row, col) reaches output ((row - f + 1 + u) / s, (col - f + 1 + v) / s).
   u = np.repeat(np.arange(f, dtype=np.int32), f)
   v = np.tile(np.arange(f, dtype=np.int32), f)

@@ -35,7 +35,7 @@ def _native():
   return _run("numpy-native")
 
 
-@pytest.mark.parametrize("backend", ["numpy", "jax", "tensorflow"])
+@pytest.mark.parametrize("backend", ["numpy", "jax", "tensorflow", "torch"])
 def test_backend_fails_nothing_numpy_passes(native, backend):
   if getattr(cg, backend).xp.missing:
     pytest.skip(f"the {backend} namespace does not implement the whole standard yet")

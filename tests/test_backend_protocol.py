@@ -46,8 +46,8 @@ class ToyBackend:
     return (tuple(np.asarray(o) for o in validation.as_tuple(outputs)),
             tuple(None if c is None else np.asarray(c) * self.gradient_scale for c in cts))
 
-  def precision_scope(self, arrays):
-    del arrays
+  def precision_scope(self, arrays, float32=None):
+    del arrays, float32
     return contextlib.nullcontext()
 
   def register_container(self, cls, flatten, unflatten):

@@ -10,8 +10,8 @@ import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.backends import base
+from crossgrad.bernoulli import random_bits
 from crossgrad.checker import finite_diff
-from crossgrad.registry import random_bits
 from crossgrad.registry.ops import bernoulli_mask as bm
 
 TF_MODES = ("eager", "graph", "jit")

@@ -1,12 +1,16 @@
 """Property-based tests of the cross-check engine: random ops with planted wrong backwards
 are always caught, correct ones never flagged.
 
-Random ops come from six families (elementwise, product, broadcast, reduction, matmul,
-piecewise), each with its correct backward and the bugs that fit it: scaled, sign-flipped,
+Random ops come from eleven families (elementwise, product, broadcast, reduction, matmul,
+piecewise, and, reaching what frameworks do differently at special values, sorting,
+inverse, logarithm, maxima, integer labels), each with its correct backward and the bugs that fit it: scaled, sign-flipped,
 swapped inputs, wrong reduction axis, broadcasting slips (mean for sum, a broadcast input
 treated as a scalar), wrong on one region only. A bug in every backend must fail a finite-
 difference row (NumPy only); a bug in one backend must fail that backend's comparison rows
-(a second NumPy backend, "twin", stands in for a framework). `test_rates` measures the
+(a second NumPy backend, "twin", stands in for a framework). The special-value families also
+run in every framework, eager and compiled, with no false alarm; edge shapes (0-d,
+zero-size, broadcast, boolean and integer inputs, integer outputs) check cleanly and their
+bugs are caught. `test_rates` measures the
 detection and false-alarm rates over 12 seeds per family; ``CROSSGRAD_PROPERTY_EXAMPLES=N``
 makes that N seeds and N hypothesis examples per property (prints the rates with ``-s``).
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import math
 import os
 from typing import Any, Callable
 
@@ -56,12 +61,15 @@ class _Twin:
     del device, mode
     with np.errstate(all="ignore"):
       outputs, residuals = op.forward(self.xp, *inputs, **params)
-      cotangents = op.backward(self.xp, residuals, cotangent[0], **params)
-    return (np.asarray(outputs),), validation.check_cotangents(
+      several = isinstance(outputs, tuple)
+      cotangents = op.backward(self.xp, residuals,
+                               tuple(cotangent) if several else cotangent[0], **params)
+    outputs = outputs if several else (outputs,)
+    return tuple(np.asarray(o) for o in outputs), validation.check_cotangents(
         op, TWIN, [self.spec_of(x) for x in inputs], cotangents, self.spec_of)
 
-  def precision_scope(self, arrays):
-    del arrays
+  def precision_scope(self, arrays, float32=None):
+    del arrays, float32
     return contextlib.nullcontext()
 
   def register_container(self, cls, flatten, unflatten):
@@ -84,6 +92,7 @@ class Family:
   sample: Callable[[np.random.Generator], tuple]
   bugs: dict[str, Callable[..., Any]]
   special_differences: dict[str, str] = dataclasses.field(default_factory=dict)
+  nondiff: tuple[str, ...] = ()
 
 
 # Sums over the dtype's extremes (special values) overflow in framework-specific order.
@@ -268,13 +277,148 @@ def piecewise(rng) -> Family:
   return Family(forward, backward, sample, bugs)
 
 
+def sorting(rng) -> Family:
+  """sort(a * x) along the last axis: the backward scatters g back through the inverse
+  permutation; dropping it keeps every shape."""
+  a = float(rng.uniform(0.5, 2.0))
+  shape = (int(rng.integers(2, 5)), int(rng.integers(3, 7)))
+
+  def forward(xp, x):
+    order = xp.argsort(x, axis=-1, stable=True)
+    return a * xp.take_along_axis(x, order, axis=-1), (xp.argsort(order, axis=-1, stable=True),)
+
+  def backward(xp, r, g):
+    return (a * xp.take_along_axis(g, r[0], axis=-1),)
+
+  def unpermuted(xp, r, g):
+    return (a * g,)
+
+  def sample(r):  # Distinct values, so the order is not a tie.
+    return (_positive_first(r.permutation(shape[0] * shape[1]).reshape(shape) * 0.37
+                            + r.uniform(-0.1, 0.1, shape)),)
+
+  bugs = _common_bugs(backward, rng)
+  bugs["unpermuted"] = unpermuted
+  return Family(forward, backward, sample, bugs)
+
+
+def inverse(rng) -> Family:
+  """inv(x) of a well-conditioned matrix: d inv = -inv^T g inv^T."""
+  n = int(rng.integers(2, 5))
+
+  def forward(xp, x):
+    y = xp.linalg.inv(x)
+    return y, (y,)
+
+  def backward(xp, r, g):
+    yt = xp.linalg.matrix_transpose(r[0])
+    return (-xp.matmul(xp.matmul(yt, g), yt),)
+
+  def untransposed(xp, r, g):
+    return (-xp.matmul(xp.matmul(r[0], g), r[0]),)
+
+  def sample(r):
+    return (_positive_first(np.eye(n) * n + 0.3 * r.standard_normal((n, n))),)
+
+  bugs = _common_bugs(backward, rng)
+  bugs["missing_transpose"] = untransposed
+  return Family(forward, backward, sample, bugs)
+
+
+def logarithm(rng) -> Family:
+  """a * log(x) + b * x at positive samples: log(0) = -inf, log(-1) = NaN at special ones."""
+  a, b = (float(v) for v in rng.uniform(0.5, 2.0, 2))
+  shape = tuple(int(s) for s in rng.integers(2, 6, 2))
+
+  def forward(xp, x):
+    return a * xp.log(x) + b * x, (x,)
+
+  def backward(xp, r, g):
+    return (g * (a / r[0] + b),)
+
+  def times_x(xp, r, g):
+    return (g * (a * r[0] + b),)
+
+  bugs = _common_bugs(backward, rng)
+  bugs["derivative_of_exp"] = times_x
+  return Family(forward, backward, lambda r: (r.uniform(0.2, 3.0, shape),), bugs)
+
+
+def maxima(rng) -> Family:
+  """max over axis 1 of maximum(x, y): ties (equal special values) take the first branch in
+  every backend, since the backward is the op's own."""
+  m, n = (int(s) for s in rng.integers(2, 6, 2))
+
+  def forward(xp, x, y):
+    both = xp.maximum(x, y)
+    top = xp.max(both, axis=1, keepdims=True)
+    return top[:, 0], (x, y, both, top)
+
+  def backward(xp, r, g):
+    x, y, both, top = r
+    spread = xp.where(both == top, xp.expand_dims(g, 1), xp.zeros_like(both))
+    return (xp.where(x >= y, spread, xp.zeros_like(spread)),
+            xp.where(x >= y, xp.zeros_like(spread), spread))
+
+  def swapped(xp, r, g):
+    dx, dy = backward(xp, r, g)
+    return dy, dx
+
+  def sample(r):  # Distinct values, apart: no ties, no kinks; x wins the first row, so
+    # a bug in dx shows.
+    values = r.permutation(2 * m * n).reshape(2, m, n) * 0.29 + r.uniform(-0.1, 0.1, (2, m, n))
+    values[0, 0, 0] = values.max() + 0.3
+    return values[0], values[1]
+
+  bugs = _common_bugs(backward, rng)
+  bugs["swapped_inputs"] = swapped
+  return Family(forward, backward, sample, bugs)
+
+
+def labels(rng) -> Family:
+  """Softmax cross-entropy with integer labels (nondiff), and the predicted class as an
+  integer output: log-sum-exp minus the logit of the label."""
+  m, n = (int(s) for s in rng.integers(2, 6, 2))
+
+  def forward(xp, z, label):
+    top = xp.max(z, axis=1, keepdims=True)
+    e = xp.exp(z - top)
+    total = xp.sum(e, axis=1, keepdims=True)
+    picked = xp.take_along_axis(z, xp.expand_dims(label, 1), axis=1)
+    loss = (top + xp.log(total) - picked)[:, 0]
+    return (loss, xp.argmax(z, axis=1)), (e / total, label)
+
+  def backward(xp, r, g):
+    p, label = r
+    onehot = xp.astype(xp.expand_dims(label, 1) == xp.arange(p.shape[1], dtype=label.dtype),
+                       p.dtype)
+    return (xp.expand_dims(g[0], 1) * (p - onehot), None)
+
+  def without_onehot(xp, r, g):
+    return (xp.expand_dims(g[0], 1) * r[0], None)
+
+  def scaled(xp, r, g):
+    return (1.5 * backward(xp, r, g)[0], None)
+
+  def sample(r):
+    return (_positive_first(r.standard_normal((m, n))), r.integers(0, n, m))
+
+  return Family(forward, backward, sample,
+                {"scaled": scaled, "sign_flipped": _flipped(backward),
+                 "missing_onehot": without_onehot}, nondiff=("label",))
+
+
 FAMILIES = {f.__name__: f for f in (elementwise, product, broadcast, reduction, matmul,
-                                    piecewise)}
+                                    piecewise, sorting, inverse, logarithm, maxima, labels)}
+# Families whose special values reach what frameworks do differently on invalid input: NaN
+# order in sorts, inverses of non-finite matrices, log of negatives, NaN in maxima and
+# arg-maxima.
+SPECIAL_FAMILIES = ("sorting", "inverse", "logarithm", "maxima", "labels")
 
 
 def _op(family: Family, backward, name: str = "t_random") -> cg.OpDef:
   return cg.OpDef(name, family.forward, backward, sample=family.sample,
-                  special_differences=family.special_differences)
+                  special_differences=family.special_differences, nondiff=family.nondiff)
 
 
 def _in_twin_only(backward, correct):
@@ -337,6 +481,93 @@ def test_correct_ops_pass_against_jax_too(name, seed):
   family = FAMILIES[name](np.random.default_rng(seed))
   failures = _flagged(family, seed, backends=("jax",), modes=["eager"])
   assert not failures, (name, seed, failures)
+
+
+FRAMEWORKS = ("jax", "tensorflow", "torch")
+
+
+@pytest.mark.parametrize("name", SPECIAL_FAMILIES)
+def test_correct_ops_have_no_false_alarms_at_special_values(name):
+  """Sorting, inverses, logs, maxima and integer labels in every framework, eager and
+  compiled: special values reach NaN orders, raising inverses and arg-maxima of NaN, and
+  none of it fails a correct op (divergences there are advisory)."""
+  for seed in range(max(1, EXAMPLES // 10)):
+    family = FAMILIES[name](np.random.default_rng([seed, 29]))
+    report = cg.cross_check([_op(family, family.backward)], backends=FRAMEWORKS, seed=seed,
+                            modes=["eager", "jit", "compile"])
+    assert not report.failures, (name, seed, report.failures)
+    special = {r.backend for r in report.rows if r.check == "special"}
+    assert special == set(FRAMEWORKS), special  # The special rows ran everywhere.
+
+
+def test_special_values_reach_real_framework_differences():
+  """Not vacuous: TensorFlow's eager inverse raises on the special inputs, which is advisory
+  by default and fails under --special=strict."""
+  family = inverse(np.random.default_rng(0))
+  op = _op(family, family.backward)
+  report = cg.cross_check([op], backends=["tensorflow"], dtypes=["float64"], modes=["eager"])
+  assert report.ok and [r.advisory for r in report.advisories] == ["raises"]
+  strict = cg.cross_check([op], backends=["tensorflow"], dtypes=["float64"], modes=["eager"],
+                          special="strict")
+  assert [(r.check, r.note.split(":")[0]) for r in strict.failures] == [
+      ("special", "InvalidArgumentError")]
+
+
+# Edge shapes: x of any of these shapes, w broadcastable to it, a boolean and a 0-d integer
+# input (nondiff), and an integer output next to the floating one.
+EDGE_SHAPES = {(): [()], (0,): [(), (0,), (1,)], (0, 3): [(3,), (1, 3), (0, 1)],
+               (3,): [(), (1,), (3,)], (2, 3): [(3,), (1, 3), (2, 1), ()]}
+
+
+def _edge_op(x_shape, w_shape, bug: str | None = None, name: str = "t_edge") -> cg.OpDef:
+  def forward(xp, x, w, mask, k):
+    s = xp.where(mask, xp.ones_like(x), 2.0 * xp.ones_like(x)) * xp.astype(k, x.dtype)
+    return (x * w * s, xp.astype(x > 0, xp.int32)), (x, w, s)
+
+  def backward(xp, r, g):
+    x, w, s = r
+    dx, dw = g[0] * w * s, xp.unbroadcast(g[0] * x * s, w)
+    if bug == "scaled" and xp.backend == TWIN:
+      dx = 1.5 * dx
+    if bug == "unbroadcast_as_mean" and xp.backend == TWIN:
+      dw = dw / float(max(1, math.prod(x_shape) // max(1, math.prod(w_shape))))
+    return dx, dw, None, None
+
+  def sample(rng):
+    return (rng.standard_normal(x_shape), rng.uniform(1.0, 2.0, w_shape),
+            rng.standard_normal(x_shape) > 0, np.asarray(int(rng.integers(1, 4))))
+
+  return cg.OpDef(name, forward, backward, nondiff=("mask", "k"), sample=sample)
+
+
+@st.composite
+def edge_shapes(draw):
+  x_shape = draw(st.sampled_from(sorted(EDGE_SHAPES)))
+  return x_shape, draw(st.sampled_from(EDGE_SHAPES[x_shape]))
+
+
+@FAST
+@given(edge_shapes(), st.integers(0, 2 ** 31 - 1))
+def test_edge_shapes_check_cleanly_and_bugs_in_them_are_caught(shapes, seed):
+  x_shape, w_shape = shapes
+  report = cg.cross_check([_edge_op(x_shape, w_shape)], backends=[TWIN], seed=seed)
+  assert report.ok and not report.failures, (shapes, report.failures)
+  if math.prod(x_shape):  # A zero-size input has no value a bug could change.
+    wrong = cg.cross_check([_edge_op(x_shape, w_shape, "scaled")], backends=[TWIN],
+                           dtypes=["float64"], seed=seed)
+    assert {r.check for r in wrong.failures} >= {"vjp"}, shapes
+  if math.prod(x_shape) > math.prod(w_shape):
+    wrong = cg.cross_check([_edge_op(x_shape, w_shape, "unbroadcast_as_mean")],
+                           backends=[TWIN], dtypes=["float64"], seed=seed)
+    assert {r.check for r in wrong.failures} >= {"vjp"}, shapes
+
+
+@pytest.mark.parametrize("x_shape,w_shape", [((0, 3), (3,)), ((), ()), ((2, 3), (2, 1))])
+def test_edge_shapes_check_cleanly_in_every_framework_and_mode(x_shape, w_shape):
+  report = cg.cross_check([_edge_op(x_shape, w_shape)], backends=FRAMEWORKS)
+  assert report.ok and not report.failures, report.failures
+  modes = {(r.backend, r.mode) for r in report.rows if r.check == "vjp"}
+  assert {b for b, _ in modes} == set(FRAMEWORKS) and len(modes) >= 10, modes
 
 
 def test_rates():

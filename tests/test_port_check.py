@@ -1,4 +1,4 @@
-"""crossgrad.port_check: the ported op in TF2 and JAX against the tf.compat.v1 graph, on
+"""crossgrad.tf1.port_check: the ported op in TF2 and JAX against the tf.compat.v1 graph, on
 legacy modules as projects write them (tests/testdata/legacy_*.py)."""
 
 import subprocess
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad import port_check
+from crossgrad.tf1 import port_check
 
 import legacy_programs
 
 
 def _run(*args):
-  return subprocess.run([sys.executable, "-m", "crossgrad.port_check", *args],
+  return subprocess.run([sys.executable, "-m", "crossgrad.tf1.port_check", *args],
                         capture_output=True, text=True, check=False, timeout=180)
 
 
@@ -157,7 +157,7 @@ def test_command_line_exits_2_on_module_problems(tmp_path):
 def test_command_line_modules_define_their_flags_only_when_run():
   """Importing them next to crossgrad.check (its own --json, --module, --seed) is fine."""
   import importlib  # pylint: disable=g-import-not-at-top
-  for name in ("crossgrad.check", "crossgrad.scan", "crossgrad.port_check",
+  for name in ("crossgrad.check", "crossgrad.tf1.scan", "crossgrad.tf1.port_check",
                "crossgrad.benchmarks.tf1_port_overhead",
                "crossgrad.benchmarks.array_api_conformance",
                "crossgrad.examples.tf1_simple_network", "crossgrad.examples.tf1_square_cube"):

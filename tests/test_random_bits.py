@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 
 import crossgrad as cg
+from crossgrad.bernoulli import random_bits
 from crossgrad.layers import keras_attention_mask as attention_keras
-from crossgrad.registry import random_bits
 
 # Known-answer vectors of Threefry-2x32-20 from Random123 (kat_vectors): key, counter, output.
 KNOWN_ANSWERS = [

@@ -1,10 +1,10 @@
-"""crossgrad.scan on files written like the seeds and TF1 projects (tests/testdata/*.py)."""
+"""crossgrad.tf1.scan on files written like the seeds and TF1 projects (tests/testdata/*.py)."""
 
 import pathlib
 import subprocess
 import sys
 
-from crossgrad import scan
+from crossgrad.tf1 import scan
 
 TESTDATA = pathlib.Path(__file__).parent / "testdata"
 _PYFUNC_HELPER = [(10, "RegisterGradient"), (12, "gradient_override_map"),
@@ -84,7 +84,7 @@ def test_the_seed_cube_grads_inner_py_func_without_grad_is_not_listed():
 def test_command_line_scans_a_tree(tmp_path):
   out = tmp_path / "findings.json"
   result = subprocess.run(
-      [sys.executable, "-m", "crossgrad.scan", str(TESTDATA), f"--json={out}"],
+      [sys.executable, "-m", "crossgrad.tf1.scan", str(TESTDATA), f"--json={out}"],
       capture_output=True, text=True, check=False, timeout=60)
   assert result.returncode == 0, result.stderr
   total = sum(map(len, EXPECTED.values()))
@@ -96,8 +96,19 @@ def test_command_line_scans_a_tree(tmp_path):
   assert out.read_text().count('"status": "migrated"') == 4
 
 
+def test_scanning_imports_no_tensorflow():
+  """The scanner reads crossgrad.tf1's op types without importing TensorFlow (the package
+  loads it only for the names that need it), so it runs where TensorFlow is absent."""
+  code = ("import sys\nfrom crossgrad.tf1 import scan\n"
+          "print(len(scan.scan_file(sys.argv[1])), 'tensorflow' in sys.modules)")
+  result = subprocess.run([sys.executable, "-c", code, str(TESTDATA / "legacy_add.py")],
+                          capture_output=True, text=True, check=False, timeout=60)
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.split() == [str(len(EXPECTED["legacy_add.py"])), "False"]
+
+
 def test_command_line_rejects_a_missing_path(tmp_path):
   result = subprocess.run(
-      [sys.executable, "-m", "crossgrad.scan", str(tmp_path / "nope")],
+      [sys.executable, "-m", "crossgrad.tf1.scan", str(tmp_path / "nope")],
       capture_output=True, text=True, check=False, timeout=60)
   assert result.returncode == 2 and "no such file" in result.stderr

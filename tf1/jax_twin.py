@@ -32,11 +32,26 @@ def host_call(name: str, what: str, fn: Callable[..., Any],
   return list(call(*args))
 
 
-def tf_call(name: str, what: str, fn: Callable[..., Any], hint: str) -> Callable[..., Any]:
+def tf_call(name: str, what: str, fn: Callable[..., Any], hint: str,
+            structs: Sequence[jax.ShapeDtypeStruct] | None = None) -> Callable[..., Any]:
   """TF ``fn`` through `jax2tf.call_tf` (compiled with XLA under `jax.jit`), batched
-  one example at a time under `vmap`; differentiating it raises a `CrossgradError`."""
+  one example at a time under `vmap`, with outputs of ``structs`` where given;
+  differentiating it, or TF code XLA cannot compile, raises a `CrossgradError`."""
   from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
-  batched = jax.custom_batching.sequential_vmap(jax2tf.call_tf(fn))
+  batched = jax.custom_batching.sequential_vmap(jax2tf.call_tf(
+      fn, output_shape_dtype=None if structs is None else tuple(structs)))
   call = jax.custom_jvp(lambda *a: batched(*a))
   call.defjvp(_no_derivative(name, what, hint))
-  return call
+
+  def run(*args):
+    try:
+      return call(*args)
+    except CrossgradError:
+      raise
+    except Exception as e:  # pylint: disable=broad-except  # TF's or XLA's, named here.
+      lines = [line for line in str(e).splitlines() if "Detected unsupported" in line]
+      raise CrossgradError(f"jax2tf.call_tf cannot run {what}", op=name, backend="jax",
+                           argument="call_tf", actual=(lines or [str(e)])[0][:400],
+                           hint=hint) from e
+
+  return run

@@ -84,8 +84,20 @@ def resolve_grad(grad: Any, op: str | None = None) -> Callable[..., Any]:
 
 def call_grad(grad: Callable[..., Any], op: Any, upstream: Sequence[Any], n_inputs: int,
               op_name: str) -> list[Any]:
-  """Runs a legacy ``grad(op, *upstream)``; one gradient per input, or a clear error."""
-  result = grad(op, *upstream)
+  """Runs a legacy ``grad(op, *upstream)``; one gradient per input, or a clear error (a
+  `CrossgradError` naming the op and the gradient, also for TF's errors inside it)."""
+  try:
+    result = grad(op, *upstream)
+  except CrossgradError:
+    raise
+  except (tf.errors.OpError, TypeError, ValueError, RuntimeError) as e:
+    dtypes = sorted({t.dtype.name for t in (*op.inputs, *upstream) if hasattr(t, "dtype")})
+    text = str(e).strip().splitlines()
+    raise CrossgradError(
+        f"the legacy gradient failed with {type(e).__name__}", op=op_name,
+        argument=f"grad {qualname(grad)}", actual=text[0][:300] if text else "",
+        hint=f"It ran on {', '.join(dtypes)} tensors; a gradient that hard-codes a dtype "
+             "(tf.cast(..., 'float32')) only runs in that dtype") from e
   grads = list(result) if isinstance(result, (list, tuple)) else [result]
   if len(grads) != n_inputs:
     raise CrossgradError(
@@ -132,10 +144,10 @@ def call_grad_in_graph(grad: Callable[..., Any], make_op: Callable[..., Any],
 
 
 def dense(values: Any) -> Any:
-  """``values`` (a tensor or a sequence of tensors and None) with each `tf.IndexedSlices`
-  (`tf.gather`'s gradient) as a dense tensor."""
+  """``values`` (a tensor, or a sequence of tensors and None, as a list) with each
+  `tf.IndexedSlices` (`tf.gather`'s gradient) as a dense tensor."""
   if isinstance(values, (list, tuple)):
-    return type(values)(dense(v) for v in values)
+    return [dense(v) for v in values]
   return tf.convert_to_tensor(values) if isinstance(values, tf.IndexedSlices) else values
 
 

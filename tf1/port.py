@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -113,7 +114,8 @@ class _Port:
     self.op_type = forward.name if kind == "op_type" else (
         "PyFunc" if kind == "numpy" else legacy.qualname(forward))
     self._programs: dict[tuple, translate.Program] = {}
-    self._tf_calls: dict[str, Callable[..., Any]] = {}
+    self._tf_calls: dict[tuple, Callable[..., Any]] = {}
+    self._warned = False
 
   def _program(self, fn, arrays) -> translate.Program:
     key = (fn.__name__,) + tuple((tuple(x.shape), str(x.dtype)) for x in arrays)
@@ -121,12 +123,16 @@ class _Port:
       self._programs[key] = translate.Program(fn, _specs(arrays))
     return self._programs[key]
 
-  def _tf_call(self, fn, what):
-    if fn.__name__ not in self._tf_calls:
-      self._tf_calls[fn.__name__] = jax_twin.tf_call(
+  def _tf_call(self, fn, what, structs=None):
+    """``fn`` through call_tf; ``structs``: its outputs' shapes and dtypes, where TF cannot
+    tell them statically (a shape computed from values)."""
+    key = (fn.__name__, None if structs is None else tuple(
+        (s.shape, str(s.dtype)) for s in structs))
+    if key not in self._tf_calls:
+      self._tf_calls[key] = jax_twin.tf_call(
           self.name, what, fn, hint="Give every TF op it makes an xp translation "
-                                    "(crossgrad.tf1.translate.HANDLERS)")
-    return self._tf_calls[fn.__name__]
+                                    "(crossgrad.tf1.handlers.HANDLERS)", structs=structs)
+    return self._tf_calls[key]
 
   # Forward.
 
@@ -184,8 +190,9 @@ class _Port:
     if xp.backend == "numpy":
       return [o.numpy() for o in self._tf_forward(*[tf.constant(x) for x in inputs])]
     program = self._program(self._tf_forward, inputs)
-    if not program.missing:
-      return program(xp, *inputs)
+    outputs = None if program.missing else self._native(xp, program, inputs)
+    if outputs is not None:
+      return outputs
     return list(self._tf_call(self._tf_forward, "the TF forward")(*inputs))
 
   def run_forward(self, xp, inputs, params):
@@ -228,21 +235,51 @@ class _Port:
       how = ("native" if not program.missing else
              "callback" if program.has_py_func else "call_tf")
     if how == "native" and program.missing:
-      raise CrossgradError(
-          "the legacy gradient cannot run as native JAX code", op=self.name, backend="jax",
-          argument=f"grad {legacy.qualname(self.grad)}", actual="; ".join(program.missing),
-          hint="Use port(..., jax_backward='call_tf' or 'callback')")
+      self._refuse_native(program.missing)
     return how, program
+
+  def _refuse_native(self, reasons: Sequence[str]):
+    raise CrossgradError(
+        "the legacy gradient cannot run as native JAX code", op=self.name, backend="jax",
+        argument=f"grad {legacy.qualname(self.grad)}", actual="; ".join(reasons),
+        hint="Use port(..., jax_backward='call_tf' or 'callback'), or open an issue for the "
+             "missing TF op types (python -m crossgrad.tf1.coverage lists the translated ones)")
+
+  def _native(self, xp, program, flat):
+    """The translated program's outputs, or None (with the reason in ``program.missing``)
+    where a handler cannot replay an op on these arrays (`"native"`: a `CrossgradError`)."""
+    try:
+      return program(xp, *flat)
+    except CrossgradError:
+      raise
+    except Exception as e:  # pylint: disable=broad-except  # A handler's limit: fall back.
+      reason = f"replaying it in JAX failed: {type(e).__name__}: {str(e)[:200]}"
+      if self.jax_backward == "native":
+        self._refuse_native([reason])
+      program.missing.append(reason)
+      return None
+
+  def _warn_once(self, how: str, reasons: Sequence[str]):
+    if not self._warned:
+      self._warned = True
+      warnings.warn(f"crossgrad.tf1.port {self.name!r}: the JAX backward runs through "
+                    f"{how}, not natively: {'; '.join(reasons)}", stacklevel=4)
 
   def jax_grads(self, xp, flat):
     import jax  # pylint: disable=g-import-not-at-top
     how, program = self.jax_strategy(flat)
     if how == "native":
-      return program(xp, *flat)
-    if how == "call_tf":
-      return self._tf_call(self._tf_flat, "the legacy gradient (run by jax2tf.call_tf)")(*flat)
+      grads = self._native(xp, program, flat)
+      if grads is not None:
+        return grads
+      how = "callback"  # Values decide shapes there, which XLA (call_tf) cannot compile.
+    if self.jax_backward == "auto":
+      self._warn_once(how, program.missing)
     structs = [jax.ShapeDtypeStruct(x.shape, x.dtype)
                for i, x in enumerate(flat[:self.n_inputs]) if i not in self.nondiff]
+    if how == "call_tf":
+      return self._tf_call(self._tf_flat, "the legacy gradient (run by jax2tf.call_tf)",
+                           structs)(*flat)
     return jax_twin.host_call(self.name, "the legacy gradient (run on the host)",
                               self._numpy_flat, structs, *flat,
                               hint="Write the gradient with TF ops that have an xp "
@@ -315,6 +352,44 @@ def _not_differentiable(kind: str, grad: Callable[..., Any], jax_backward: str) 
   if _calls_host(grad) or jax_backward in ("call_tf", "callback"):
     return "the gradient runs outside the framework (py_func, host callback or call_tf)"
   return None
+
+
+def _sample_outputs(impl: _Port, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+  if impl.kind == "op_type":
+    import array_api_compat.numpy as xp  # pylint: disable=g-import-not-at-top
+    return [np.asarray(impl.forward.forward(xp, *inputs))]
+  if impl.kind == "numpy":
+    return impl.numpy_forward(*inputs)
+  return [o.numpy() for o in impl._tf_forward(*[tf.constant(x) for x in inputs])]  # pylint: disable=protected-access
+
+
+def _sample_limits(impl: _Port, sample) -> dict[str, str]:
+  """What the sample shows a port cannot do, as ``unsupported_modes``: second derivatives
+  where the gradient cannot be built in float64 (the dtype of the second-order reference),
+  or where its JAX backward resolves to call_tf or a host callback (JAX cannot
+  differentiate those)."""
+  if sample is None:
+    return {}
+  inputs = [np.asarray(x) for x in sample(np.random.default_rng(0))]
+  limits = {}
+  for dtype in ("float64", "float32"):
+    cast = [x.astype(dtype) if np.issubdtype(x.dtype, np.floating) else x for x in inputs]
+    try:
+      outputs = _sample_outputs(impl, cast)
+      program = impl._program(impl._tf_flat, [*cast, *outputs, *outputs])  # pylint: disable=protected-access
+    except Exception as e:  # pylint: disable=broad-except  # Reported, not raised, here.
+      if dtype == "float64":
+        what = f"{e.problem}: {e.actual}" if isinstance(e, CrossgradError) else \
+            f"{type(e).__name__}: {str(e).strip()[:200]}"
+        reason = (f"the port cannot run in float64, the dtype of the second-order reference "
+                  f"({what})")
+        limits.update({"jax:second_order": reason, "tensorflow:second_order": reason})
+      continue
+    if program.missing and impl.jax_backward == "auto":
+      how = "a host callback" if program.has_py_func else "jax2tf.call_tf"
+      limits.setdefault("jax:second_order", f"the JAX backward runs through {how}, which JAX "
+                        f"cannot differentiate: {'; '.join(program.missing)}")
+  return limits
 
 
 def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] | str | None
@@ -392,7 +467,7 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
       gradient=gradient or ("declared" if kind == "op_type" else "exact"), sample=sample,
       nondiff=nondiff, param_sets=({}, {"dtype": "float64"}) if params else ({},),
       doc=doc or f"ported from {label} / {legacy.qualname(grad)}",
-      unsupported_modes=_unsupported_modes(kind, grad),
+      unsupported_modes={**_unsupported_modes(kind, grad), **_sample_limits(impl, sample)},
       backward_not_differentiable=_not_differentiable(kind, grad, jax_backward),
       special_differences=_OP_TYPE_DIFFERENCES if kind == "op_type" else {})
   op_forward.port = impl

@@ -1,5 +1,6 @@
-"""`bernoulli_mask` (seeds 000 and 003; arXiv 1710.11446): a Bernoulli sample of an
-attention map multiplied with a feature map, with the seeds' surrogate gradient.
+"""`bernoulli_mask` (arXiv 1710.11446, as the "Override Tensorflow Backward-Propagation"
+post and Shigapova's course write it): a Bernoulli sample of an
+attention map multiplied with a feature map, with their surrogate gradient.
 
 Forward ``m = (u < p)`` (``u`` uniform noise in [0, 1) of ``p``'s shape, so
 ``P(m = 1) = p``), output ``m * features``; ``p`` and ``features`` broadcast (an

@@ -1,5 +1,6 @@
-"""`center_loss` (seed 003): Wen et al., "A Discriminative Feature Learning Approach for
-Deep Face Recognition" (ECCV 2016), with the paper's center update riding on the VJP.
+"""`center_loss` (Shigapova's TensorFlow course): Wen et al., "A Discriminative Feature
+Learning Approach for Deep Face Recognition" (ECCV 2016), with the paper's center update
+riding on the VJP.
 
 Inputs: features ``x`` (m, d), integer labels ``y`` (m,), centers ``c`` (K, d).
 Forward ``L = 1/2 sum_i ||x_i - c[y_i]||^2``. Backward: ``dx_i = g (x_i - c[y_i])``, the

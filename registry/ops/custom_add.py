@@ -1,7 +1,8 @@
-"""`custom_add`: the seeds' gradient-override example (seeds 000 and 003), exactly.
+"""`custom_add`: the gradient-override example of the "Override Tensorflow
+Backward-Propagation" post and Shigapova's course, exactly.
 
 Forward ``e = c + k``; backward ``((c + k + d) * g, d * g, (c + k) * g)``: the partials
-of the seed network's ``a = d * e`` written into the add. No function has this backward
+of their network's ``a = d * e`` written into the add. No function has this backward
 as its derivative (its mixed partials disagree: dc varies with k, dk not with c), so the
 backward is its own specification: ``gradient="declared"``. There is no oracle; the
 backends are compared with each other and the reference, and the cross-check's
@@ -40,5 +41,6 @@ CUSTOM_ADD = register(OpDef(
     gradient="declared",
     sample=_sample,
     check_inputs=_check_inputs,
-    doc="c + k with the seeds' overridden gradient ((c+k+d)g, dg, (c+k)g)",
+    doc="c + k with the gradient the 'Override Tensorflow Backward-Propagation' post "
+        "overrides it with: ((c+k+d)g, dg, (c+k)g)",
 ))

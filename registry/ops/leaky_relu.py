@@ -1,4 +1,5 @@
-"""`leaky_relu` (seed 002, example 1): ``x`` where positive, ``alpha * x`` elsewhere."""
+"""`leaky_relu` (the layer-gradient Q&A, example 1): ``x`` where positive, ``alpha * x``
+elsewhere."""
 
 import numpy as np
 

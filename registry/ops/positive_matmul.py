@@ -1,11 +1,11 @@
-"""`positive_matmul` (seed 002, example 2): a dense layer whose effective weights are
+"""`positive_matmul` (the layer-gradient Q&A, example 2): a dense layer whose effective weights are
 non-negative.
 
 Inputs ``x`` (m, n_in) and ``w`` (n_out, n_in); ``y = x @ relu(w)^T`` (m, n_out). The
 backward is ``dx = g @ relu(w)`` and ``dw = (g^T @ x)`` where ``w > 0``, zero elsewhere:
-the gradient for ``w`` passes only where the weight is positive, as the seed intends,
+the gradient for ``w`` passes only where the weight is positive, as the Q&A intends,
 which is exactly the derivative of the forward (relu' taken as 0 at 0), so the op is
-``exact``. What the seed's code got wrong (it does not run):
+``exact``. What the Q&A's code got wrong (it does not run):
 
 * ``w`` was created as (1, units) whatever the input width; it is (units, n_in) here.
 * ``dw = dy @ transpose(inputs)`` has mismatched shapes; the right one is ``dy^T @ x``.

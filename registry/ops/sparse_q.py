@@ -1,4 +1,4 @@
-"""`sparse_q` (seed 001): the Q matrix of a sparse convolution, and its gradient.
+"""`sparse_q` (sparse_cnn, docs/sources.md): the Q matrix of a sparse convolution, and its gradient.
 
 Inputs: ``M`` (input active-site values, ``a x n_in``), ``ground_state`` (``n_in``),
 and two integer inputs from `crossgrad.sparse.rulebook.build`: ``h_out`` (``rows x 2``,
@@ -9,9 +9,9 @@ holds the ``M`` row that lands there, or ``ground_state`` where none does, or 0 
 padding rows; so ``Q @ kernel.reshape(f*f*n_in, n_out)`` is the VALID, stride-1
 convolution at the output active sites.
 
-The forward is the seed's: the ground state everywhere, the active values written over
+The forward is sparse_cnn's: the ground state everywhere, the active values written over
 it, as one segment sum of the ``a*f*f`` copied rows (its cost follows the active sites;
-the rest is one elementwise pass over Q). The backward is its transpose, as seed 001
+the rest is one elementwise pass over Q). The backward is its transpose, as sparse_cnn
 derives it: ``dM[i]`` sums the ``dQ`` entries taken from ``M[i]`` (one gather of
 ``a*f*f`` rows) and ``d ground_state`` is the total of ``dQ`` over live rows minus those
 active parts. Both hold for any ``dst``, not only a rulebook's: entries outside Q are
@@ -49,7 +49,7 @@ def _backward(xp, residuals, g):
   by_entry = xp.reshape(g, (rows * kk, -1))
   picked = xp.reshape(xp.take(by_entry, entries, axis=0), (a, kk, -1))
   d_m = xp.sum(picked, axis=1)
-  # Seed 001's d ground_state: the total of dQ over live rows minus the active parts.
+  # sparse_cnn's d ground_state: the total of dQ over live rows minus the active parts.
   total = xp.sum(xp.where(live, g, xp.zeros_like(g)), axis=0)  # A select: padding rows give 0.
   d_ground = xp.sum(xp.reshape(total, (kk, -1)), axis=0) - xp.sum(d_m, axis=0)
   return d_m, d_ground, None, None
@@ -92,7 +92,7 @@ def _check_inputs(specs):
 def _sample(rng):
   """Seven active sites (two rows of padding) of a 5x5x2 input, f=2, with padded rows.
 
-  The rulebook comes from seed 001's loops over sites and filter positions, in NumPy
+  The rulebook comes from sparse_cnn's loops over sites and filter positions, in NumPy
   (independent of `crossgrad.sparse.rulebook`, and needing no backend).
   """
   (h, w, n), f, capacity, sites = (5, 5, 2), 2, 9, 7
@@ -121,6 +121,6 @@ SPARSE_Q = register(OpDef(
     sample=_sample,
     nondiff=("h_out", "dst"),
     check_inputs=_check_inputs,
-    doc="Q of a sparse convolution (seed 001): ground state plus a scatter of M by the "
+    doc="Q of a sparse convolution (sparse_cnn): ground state plus a scatter of M by the "
         "rulebook; gather backward",
 ))

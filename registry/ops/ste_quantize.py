@@ -1,4 +1,5 @@
-"""`ste_quantize` (seed 002, example 3): round in the forward, straight-through backward.
+"""`ste_quantize` (the layer-gradient Q&A, example 3): round in the forward,
+straight-through backward.
 
 ``q = round(x / scale) * scale``, rounding half to even exactly like ``numpy.round``
 (never the ``x + stop_gradient(q - x)`` form, which is not bit-exact). With ``bits``,

@@ -1,7 +1,7 @@
 r"""Lists the TF1 gradient overrides in a source tree, what replaces each, and what is
 already migrated to `crossgrad.tf1`.
 
-  python -m crossgrad.scan PATH [PATH ...] [--json=findings.json]
+  python -m crossgrad.tf1.scan PATH [PATH ...] [--json=findings.json]
 
 Finds ``RegisterGradient``; ``gradient_override_map`` (of built-in op types such as
 ``{"Sign": "Identity"}``, or of the py_func idiom's ``"PyFunc"``); calls that pass
@@ -27,10 +27,9 @@ from typing import Iterable, Iterator
 from absl import app
 from absl import flags
 
-# The op types crossgrad.tf1.override_map and port take (crossgrad.tf1.OP_TYPES; listed
-# here so that scanning never imports TensorFlow).
-OP_TYPES = ("Add", "AddV2", "Cast", "Ceil", "Floor", "Identity", "Maximum", "Minimum", "Mul",
-            "Relu", "Round", "Sign", "StopGradient")
+from crossgrad.checker import flag_help
+from crossgrad.tf1.op_types import OP_TYPES  # Imports no TensorFlow.
+
 DROP_IN = "crossgrad.tf1.py_func(func, inp, Tout, grad=grad)"
 REPLACEMENTS = {
     "RegisterGradient": f"{DROP_IN}, or crossgrad.tf1.override_map({{op_type: grad}}): no "
@@ -293,7 +292,7 @@ def define_flags():
 def main(argv):
   paths = argv[1:]
   if not paths:
-    print("usage: python -m crossgrad.scan PATH [PATH ...]", file=sys.stderr)
+    print("usage: python -m crossgrad.tf1.scan PATH [PATH ...]", file=sys.stderr)
     return 2
   missing = [p for p in paths if not os.path.exists(p)]
   if missing:
@@ -314,6 +313,7 @@ def main(argv):
 def run():
   """Console-script entry point (``crossgrad-scan``)."""
   define_flags()
+  flag_help.list_in_help(__name__)  # --help of the console script lists them.
   app.run(main)
 
 

@@ -5,7 +5,7 @@ Runs the legacy (NumPy forward, TF ``grad(op, *grads)``) pair as a real PyFunc u
 op `crossgrad.tf1.port` makes of it in TF2 (eager, graph) and JAX (eager, jit), on the
 same inputs and output cotangents, and prints the forward and gradient differences:
 
-  python -m crossgrad.port_check --module=legacy_add.py --forward=forward_func \
+  python -m crossgrad.tf1.port_check --module=legacy_add.py --forward=forward_func \
       --grad=backprop_func --shapes=2,3:2,3:2,3
   crossgrad-port-check --module=legacy_int_inputs.py --forward=lookup --grad=lookup_grad \
       --shapes=5,3:4 --dtypes=float32,int32 --ranges=-1,1:0,5 --output_shapes=4,3
@@ -37,6 +37,7 @@ import numpy as np
 
 import crossgrad as cg
 from crossgrad.checker import engine
+from crossgrad.checker import flag_help
 from crossgrad.checker import selection
 
 FLAGS = flags.FLAGS
@@ -307,6 +308,7 @@ def parse_flags(argv):
 def run():
   """Console-script entry point (``crossgrad-port-check``)."""
   define_flags()
+  flag_help.list_in_help(__name__)  # --help of the console script lists them.
   app.run(main, flags_parser=parse_flags)
 
 

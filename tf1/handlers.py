@@ -1,0 +1,433 @@
+"""`HANDLERS`: each TF op type a translated function may apply to its inputs, as JAX code.
+
+``HANDLERS[op_type](ns, op, *inputs)`` is the op on the arrays of ``ns`` (the JAX ``xp``
+namespace), with its attributes read from ``op``; inputs that do not depend on the
+function's inputs (axes, shapes, permutations) arrive folded, as NumPy arrays. Where the
+Array API has the op, a handler writes it with ``ns``; the rest (cumulative sums, slices
+with strides, scatters, top-k, convolutions, pooling and their gradients) use `jax.numpy`
+and `jax.lax`. The list is what TF's registered gradients of math, array and nn ops emit
+(``python -m crossgrad.tf1.coverage`` shows what ordinary gradients still miss);
+tests/test_tf1_handlers.py checks each handler against the TF raw op.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import jax
+from jax import lax
+import jax.numpy as jnp
+import jax.scipy.special as jsp
+import numpy as np
+
+
+def _fn(ns, *names):
+  """The first of ``names`` the namespace has (Array API name first, the older one next)."""
+  return getattr(ns, next(n for n in names if n in dir(ns)))
+
+
+def _axes(value) -> tuple[int, ...]:
+  return tuple(int(a) for a in np.atleast_1d(value))
+
+
+def _reduction(name):
+  return lambda ns, op, x, axes: getattr(ns, name)(x, axis=_axes(axes),
+                                                   keepdims=op.get_attr("keep_dims"))
+
+
+def _unary(name):
+  return lambda ns, op, x: getattr(ns, name)(x)
+
+
+def _binary(fn):
+  return lambda ns, op, a, b: fn(ns, a, b)
+
+
+def _select(ns, op, cond, a, b):
+  if op.type == "Select" and np.ndim(cond) == 1 and np.ndim(a) > 1:  # TF1's row select.
+    cond = ns.reshape(cond, (-1,) + (1,) * (np.ndim(a) - 1))
+  return ns.where(cond, a, b)
+
+
+def _squeeze(ns, op, x):
+  axes = [a % np.ndim(x) for a in op.get_attr("squeeze_dims")] or [
+      i for i, d in enumerate(np.shape(x)) if d == 1]
+  return ns.reshape(x, tuple(d for i, d in enumerate(np.shape(x)) if i not in axes))
+
+
+def _matmul(ns, op, a, b):
+  swap = _fn(ns, "matrix_transpose", "transpose")
+  a = swap(a) if op.get_attr("transpose_a") else a
+  b = swap(b) if op.get_attr("transpose_b") else b
+  return ns.matmul(a, b)
+
+
+def _concat(ns, op, *values):
+  *arrays, axis = values
+  return _fn(ns, "concat", "concatenate")(list(arrays), axis=int(axis))
+
+
+def _pack(ns, op, *values):
+  axis = op.get_attr("axis") % (np.ndim(values[0]) + 1)
+  return _fn(ns, "concat", "concatenate")([ns.expand_dims(v, axis) for v in values], axis=axis)
+
+
+def _shape_of(kind):
+  def shape(ns, op, x):
+    dtype = op.outputs[0].dtype.as_numpy_dtype
+    value = {"Shape": np.shape(x), "Size": np.size(x), "Rank": np.ndim(x)}[kind]
+    return np.asarray(value, dtype)
+  return shape
+
+
+HANDLERS: dict[str, Callable[..., Any]] = {
+    **{t: lambda ns, op, *xs: list(xs) if op.type == "IdentityN" else xs[0] for t in (
+        "Identity", "IdentityN", "StopGradient", "PreventGradient", "Snapshot",
+        "EnsureShape")},
+    **{t: _unary(n) for t, n in {
+        "Neg": "negative", "Abs": "abs", "Sign": "sign", "Exp": "exp", "Log": "log",
+        "Sqrt": "sqrt", "Square": "square", "Tanh": "tanh", "Floor": "floor",
+        "Ceil": "ceil", "Round": "round", "LogicalNot": "logical_not",
+        "ZerosLike": "zeros_like", "OnesLike": "ones_like"}.items()},
+    **{t: _binary(lambda ns, a, b, n=n: getattr(ns, n)(a, b)) for t, n in {
+        "Maximum": "maximum", "Minimum": "minimum", "Less": "less",
+        "LessEqual": "less_equal", "Greater": "greater", "GreaterEqual": "greater_equal",
+        "Equal": "equal", "LogicalAnd": "logical_and", "LogicalOr": "logical_or"}.items()},
+    **{t: _binary(lambda ns, a, b, f=f: f(a, b)) for t, f in {
+        "Add": operator.add, "AddV2": operator.add, "Sub": operator.sub,
+        "Mul": operator.mul, "RealDiv": operator.truediv, "Div": operator.truediv,
+        "Pow": operator.pow}.items()},
+    "NotEqual": _binary(lambda ns, a, b: ns.logical_not(ns.equal(a, b))),
+    "SquaredDifference": _binary(lambda ns, a, b: ns.square(a - b)),
+    "Relu": lambda ns, op, x: ns.maximum(x, ns.zeros_like(x)),
+    "ReluGrad": lambda ns, op, g, f: ns.where(f > 0, g, ns.zeros_like(g)),
+    "Sigmoid": lambda ns, op, x: ns.ones_like(x) / (1 + ns.exp(-x)),
+    "SigmoidGrad": lambda ns, op, y, dy: dy * y * (1 - y),
+    "TanhGrad": lambda ns, op, y, dy: dy * (1 - y * y),
+    "Reciprocal": lambda ns, op, x: ns.ones_like(x) / x,
+    "Inv": lambda ns, op, x: ns.ones_like(x) / x,
+    "Rsqrt": lambda ns, op, x: ns.ones_like(x) / ns.sqrt(x),
+    "ClipByValue": lambda ns, op, x, lo, hi: ns.minimum(ns.maximum(x, lo), hi),
+    "Select": _select, "SelectV2": _select,
+    "Fill": lambda ns, op, dims, value: ns.broadcast_to(value, tuple(int(d) for d in dims)),
+    "Cast": lambda ns, op, x: ns.astype(x, np.dtype(op.get_attr("DstT").as_numpy_dtype)),
+    "Reshape": lambda ns, op, x, shape: ns.reshape(x, tuple(int(d) for d in shape)),
+    "ExpandDims": lambda ns, op, x, axis: ns.expand_dims(x, int(axis)),
+    "Squeeze": _squeeze,
+    "Transpose": lambda ns, op, x, perm: _fn(ns, "permute_dims", "transpose")(
+        x, tuple(int(p) for p in perm)),
+    "BroadcastTo": lambda ns, op, x, shape: ns.broadcast_to(x, tuple(int(d) for d in shape)),
+    "Sum": _reduction("sum"), "Mean": _reduction("mean"), "Max": _reduction("max"),
+    "Min": _reduction("min"),
+    "AddN": lambda ns, op, *xs: sum(xs[1:], xs[0]),
+    "MatMul": _matmul, "ConcatV2": _concat, "Pack": _pack,
+    "UnsortedSegmentSum": lambda ns, op, data, ids, n: ns.segment_sum(data, ids, int(n)),
+    "GatherV2": lambda ns, op, x, ids, axis: ns.take(x, ids, axis=int(axis)),
+    "Shape": _shape_of("Shape"), "Size": _shape_of("Size"), "Rank": _shape_of("Rank"),
+}
+
+
+# TF's gradient library and the ops users write around it, as JAX code.
+
+
+def _ints(value) -> tuple[int, ...]:
+  """Folded axes, shapes or sizes as Python ints (a traced value cannot be: `TypeError`)."""
+  return tuple(int(v) for v in np.asarray(value).reshape(-1))
+
+
+def _attr(name: str) -> Callable[[Any], Any]:
+  return lambda op: op.get_attr(name)
+
+
+def _no_nan(fn, zero_where):
+  """``fn(x, y)``, and exactly 0 where ``zero_where(x, y)`` (TF's *NoNan, Xlogy, Xdivy)."""
+  def handler(ns, op, x, y):
+    zero = zero_where(x, y)
+    return jnp.where(zero, jnp.zeros_like(x * y), fn(x, jnp.where(zero, jnp.ones_like(y), y)))
+  return handler
+
+
+def _cumulative(fn, identity):
+  def handler(ns, op, x, axis):
+    axis = int(axis) % x.ndim
+    reverse, exclusive = op.get_attr("reverse"), op.get_attr("exclusive")
+    x = jnp.flip(x, axis) if reverse else x
+    y = fn(x, axis=axis)
+    if exclusive:
+      first = jnp.full_like(lax.slice_in_dim(y, 0, 1, axis=axis), identity)
+      y = jnp.concatenate([first, lax.slice_in_dim(y, 0, x.shape[axis] - 1, axis=axis)], axis)
+    return jnp.flip(y, axis) if reverse else y
+  return handler
+
+
+def _strided_index(op) -> Callable[..., tuple]:
+  """The NumPy index a StridedSlice(Grad) op's folded begin, end, strides and masks mean."""
+  masks = {n: op.get_attr(f"{n}_mask") for n in ("begin", "end", "ellipsis", "new_axis",
+                                                 "shrink_axis")}
+
+  def index(begin, end, strides):
+    parts = []
+    for i, (b, e, s) in enumerate(zip(_ints(begin), _ints(end), _ints(strides))):
+      bit = 1 << i
+      parts.append(Ellipsis if masks["ellipsis"] & bit else None if masks["new_axis"] & bit
+                   else b if masks["shrink_axis"] & bit else
+                   slice(None if masks["begin"] & bit else b, None if masks["end"] & bit
+                         else e, s))
+    return tuple(parts)
+  return index
+
+
+def _slice(ns, op, x, begin, size):
+  begin = _ints(begin)
+  end = [b + (s if s >= 0 else d - b) for b, s, d in zip(begin, _ints(size), x.shape)]
+  return lax.slice(x, begin, end)
+
+
+def _split_v(ns, op, x, sizes, axis):
+  axis, sizes = int(axis) % x.ndim, list(_ints(sizes))
+  if -1 in sizes:
+    sizes[sizes.index(-1)] = x.shape[axis] - (sum(sizes) + 1)
+  return list(jnp.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+
+def _pads(paddings) -> list[tuple[int, int]]:
+  flat = _ints(paddings)
+  return list(zip(flat[::2], flat[1::2]))
+
+
+def _mirror_pad(ns, op, x, paddings):
+  return jnp.pad(x, _pads(paddings), mode=op.get_attr("mode").decode().lower())
+
+
+def _mirror_pad_grad(ns, op, g, paddings):
+  pads = _pads(paddings)
+  shape = [d - a - b for d, (a, b) in zip(g.shape, pads)]
+  mode = op.get_attr("mode").decode().lower()
+  return jax.vjp(lambda z: jnp.pad(z, pads, mode=mode), jnp.zeros(shape, g.dtype))[1](g)[0]
+
+
+def _gather_nd(ns, op, params, indices):
+  indices = jnp.asarray(indices)
+  return params[tuple(indices[..., k] for k in range(indices.shape[-1]))]
+
+
+def _scatter_nd(ns, op, indices, updates, shape):
+  indices = jnp.asarray(indices)
+  zeros = jnp.zeros(_ints(shape), updates.dtype)
+  return zeros.at[tuple(indices[..., k] for k in range(indices.shape[-1]))].add(updates)
+
+
+def _batch_matmul(ns, op, x, y):
+  x = jnp.swapaxes(x, -1, -2) if op.get_attr("adj_x") else x
+  y = jnp.swapaxes(y, -1, -2) if op.get_attr("adj_y") else y
+  return jnp.matmul(x, y).astype(op.outputs[0].dtype.as_numpy_dtype)
+
+
+def _diag_k0(op, k):
+  if _ints(k) != (0,):
+    raise NotImplementedError(f"{op.type} with k={_ints(k)} (only the main diagonal)")
+
+
+def _matrix_diag(ns, op, diagonal, k, rows, cols, padding):
+  _diag_k0(op, k)
+  n = diagonal.shape[-1]
+  if {int(rows), int(cols)} - {-1, n}:
+    raise NotImplementedError("MatrixDiagV3 with a non-square result")
+  eye = jnp.eye(n, dtype=bool)
+  return jnp.where(eye, diagonal[..., :, None], jnp.asarray(padding, diagonal.dtype))
+
+
+def _matrix_diag_part(ns, op, x, k, padding):
+  _diag_k0(op, k)
+  return jnp.diagonal(x, axis1=-2, axis2=-1)
+
+
+def _top_k(ns, op, x, k):
+  values, indices = lax.top_k(x, int(k))
+  return [values, indices.astype(op.outputs[1].dtype.as_numpy_dtype)]
+
+
+def _cross_entropy(ns, op, logits, labels):
+  labels = jnp.broadcast_to(labels, logits.shape)
+  return [-jnp.sum(labels * jax.nn.log_softmax(logits), -1), jax.nn.softmax(logits) - labels]
+
+
+def _sparse_cross_entropy(ns, op, logits, labels):
+  one_hot = jax.nn.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
+  return _cross_entropy(ns, op, logits, one_hot)
+
+
+def _channels_last(op) -> bool:
+  """NHWC (TF's default; BiasAddV1 has no data_format), not NCHW."""
+  return "data_format" not in op.node_def.attr or not op.get_attr(
+      "data_format").decode().startswith("NC")
+
+
+def _bias_add(ns, op, value, bias):
+  shape = (-1,) if _channels_last(op) else (-1,) + (1,) * (value.ndim - 2)
+  return value + jnp.reshape(bias, shape)
+
+
+def _bias_add_grad(ns, op, g):
+  channel = g.ndim - 1 if _channels_last(op) else 1
+  return jnp.sum(g, axis=tuple(a for a in range(g.ndim) if a != channel))
+
+
+def _window(op, name):
+  """An attribute (strides, ksize, dilations) for the spatial dimensions."""
+  values = list(op.get_attr(name))
+  return values[1:-1] if _channels_last(op) else values[2:]
+
+
+def _padding(op):
+  padding = op.get_attr("padding").decode()
+  if padding != "EXPLICIT":
+    return padding
+  flat = list(op.get_attr("explicit_paddings"))
+  pairs = list(zip(flat[::2], flat[1::2]))
+  return pairs[1:-1] if _channels_last(op) else pairs[2:]
+
+
+def _conv(op, depthwise=False):
+  """``conv(x, w)`` with ``op``'s attributes (TF's HWIO filters; depthwise: HW C M)."""
+  layout = "NHWC" if _channels_last(op) else "NCHW"
+
+  def conv(x, w):
+    groups = 1
+    if depthwise:
+      groups = w.shape[2]
+      w = jnp.reshape(w, w.shape[:2] + (1, w.shape[2] * w.shape[3]))
+    return lax.conv_general_dilated(
+        x, w, _window(op, "strides"), _padding(op),
+        rhs_dilation=_window(op, "dilations"),
+        dimension_numbers=(layout, "HWIO", layout), feature_group_count=groups)
+  return conv
+
+
+def _conv_handlers(depthwise: bool) -> dict[str, Callable[..., Any]]:
+  def forward(ns, op, x, w):
+    return _conv(op, depthwise)(x, w)
+
+  def input_grad(ns, op, sizes, w, g):
+    zeros = jnp.zeros(_ints(sizes), g.dtype)
+    return jax.vjp(lambda x: _conv(op, depthwise)(x, w), zeros)[1](g)[0]
+
+  def filter_grad(ns, op, x, sizes, g):
+    zeros = jnp.zeros(_ints(sizes), g.dtype)
+    return jax.vjp(lambda w: _conv(op, depthwise)(x, w), zeros)[1](g)[0]
+
+  name = "DepthwiseConv2dNative" if depthwise else "Conv2D"
+  return {name: forward, f"{name}BackpropInput": input_grad,
+          f"{name}BackpropFilter": filter_grad}
+
+
+def _pool(op, kind):
+  def pool(x):
+    full = (lambda v: [1] + v + [1]) if _channels_last(op) else (lambda v: [1, 1] + v)
+    window = full(_window(op, "ksize"))
+    strides = full(_window(op, "strides"))
+    padding = op.get_attr("padding").decode()
+    if kind == "max":
+      return lax.reduce_window(x, -jnp.inf, lax.max, window, strides, padding)
+    total = lax.reduce_window(x, 0.0, lax.add, window, strides, padding)
+    count = lax.reduce_window(jnp.ones_like(x), 0.0, lax.add, window, strides, padding)
+    return total / count
+  return pool
+
+
+def _max_pool_grad(ns, op, x, y, g):
+  return jax.vjp(_pool(op, "max"), x)[1](g)[0]
+
+
+def _avg_pool_grad(ns, op, shape, g):
+  return jax.vjp(_pool(op, "avg"), jnp.zeros(_ints(shape), g.dtype))[1](g)[0]
+
+
+_SELU_SCALE, _SELU_ALPHA = 1.0507009873554804934193349852946, 1.6732632423543772848170429916717
+
+
+def _unpack(ns, op, x):
+  return [lax.index_in_dim(x, i, op.get_attr("axis") % x.ndim, keepdims=False)
+          for i in range(op.get_attr("num"))]
+
+
+def _where_zero(ns, op, g, condition):
+  return jnp.where(condition, g, jnp.zeros_like(g))
+
+
+HANDLERS.update({
+    **{t: _unary(n) for t, n in {
+        "Sin": "sin", "Cos": "cos", "Tan": "tan", "Sinh": "sinh", "Cosh": "cosh",
+        "Asin": "asin", "Acos": "acos", "Atan": "atan", "Asinh": "asinh", "Acosh": "acosh",
+        "Atanh": "atanh", "Expm1": "expm1", "Log1p": "log1p", "IsFinite": "isfinite",
+        "IsNan": "isnan", "IsInf": "isinf", "Rint": "round"}.items()},
+    **{t: lambda ns, op, x, f=f: f(x) for t, f in {
+        "Erf": jsp.erf, "Erfinv": jsp.erfinv, "Erfc": jsp.erfc, "Lgamma": jsp.gammaln, "Digamma": jsp.digamma,
+        "Softplus": jax.nn.softplus, "Softsign": jax.nn.soft_sign,
+        "Relu6": lambda x: jnp.clip(x, 0, 6), "Elu": lambda x: jnp.where(x > 0, x, jnp.expm1(x)),
+        "Selu": lambda x: _SELU_SCALE * jnp.where(x > 0, x, _SELU_ALPHA * jnp.expm1(x)),
+        "Softmax": jax.nn.softmax, "LogSoftmax": jax.nn.log_softmax,
+        "L2Loss": lambda x: jnp.sum(x * x) / 2,
+        "MatrixInverse": jnp.linalg.inv}.items()},
+    "Polygamma": lambda ns, op, n, x: jsp.polygamma(jnp.asarray(n).astype(int), x),
+    "ShapeN": lambda ns, op, *xs: [np.asarray(np.shape(x), op.get_attr("out_type")
+                                              .as_numpy_dtype) for x in xs],
+    "LeakyRelu": lambda ns, op, x: jnp.where(x > 0, x, op.get_attr("alpha") * x),
+    # Gradient kernels: (y or features, upstream) as TF orders them.
+    "SqrtGrad": lambda ns, op, y, dy: dy * 0.5 / y,
+    "RsqrtGrad": lambda ns, op, y, dy: dy * -0.5 * y * y * y,
+    "ReciprocalGrad": lambda ns, op, y, dy: -dy * y * y,
+    "InvGrad": lambda ns, op, y, dy: -dy * y * y,
+    "SoftplusGrad": lambda ns, op, g, f: g * jax.nn.sigmoid(f),
+    "SoftsignGrad": lambda ns, op, g, f: g / jnp.square(1 + jnp.abs(f)),
+    "EluGrad": lambda ns, op, g, y: jnp.where(y > 0, g, g * (y + 1)),
+    "SeluGrad": lambda ns, op, g, y: jnp.where(y > 0, g * _SELU_SCALE,
+                                               g * (y + _SELU_SCALE * _SELU_ALPHA)),
+    "Relu6Grad": lambda ns, op, g, f: _where_zero(ns, op, g, (f > 0) & (f < 6)),
+    "LeakyReluGrad": lambda ns, op, g, f: jnp.where(f > 0, g, op.get_attr("alpha") * g),
+    "DivNoNan": _no_nan(operator.truediv, lambda x, y: y == 0),
+    "MulNoNan": _no_nan(operator.mul, lambda x, y: y == 0),
+    "Xdivy": _no_nan(operator.truediv, lambda x, y: x == 0),
+    "Xlogy": _no_nan(lambda x, y: x * jnp.log(y), lambda x, y: x == 0),
+    "Xlog1py": _no_nan(lambda x, y: x * jnp.log1p(y), lambda x, y: x == 0),
+    "Atan2": _binary(lambda ns, y, x: jnp.arctan2(y, x)),
+    "FloorDiv": _binary(lambda ns, a, b: jnp.floor_divide(a, b)),
+    "FloorMod": _binary(lambda ns, a, b: jnp.mod(a, b)),
+    "Prod": _reduction("prod"), "All": _reduction("all"), "Any": _reduction("any"),
+    "EuclideanNorm": lambda ns, op, x, axes: jnp.sqrt(jnp.sum(
+        x * x, axis=_axes(axes), keepdims=op.get_attr("keep_dims"))),
+    "ArgMax": lambda ns, op, x, axis: jnp.argmax(x, int(axis)).astype(
+        op.get_attr("output_type").as_numpy_dtype),
+    "ArgMin": lambda ns, op, x, axis: jnp.argmin(x, int(axis)).astype(
+        op.get_attr("output_type").as_numpy_dtype),
+    "Cumsum": _cumulative(jnp.cumsum, 0), "Cumprod": _cumulative(jnp.cumprod, 1),
+    "CumulativeLogsumexp": _cumulative(lambda x, axis: lax.cumlogsumexp(x, axis), -np.inf),
+    "Tile": lambda ns, op, x, multiples: jnp.tile(x, _ints(multiples)),
+    "Slice": _slice,
+    "StridedSlice": lambda ns, op, x, b, e, s: x[_strided_index(op)(b, e, s)],
+    "StridedSliceGrad": lambda ns, op, shape, b, e, s, dy: jnp.zeros(
+        _ints(shape), dy.dtype).at[_strided_index(op)(b, e, s)].set(dy),
+    "Pad": lambda ns, op, x, paddings: jnp.pad(x, _pads(paddings)),
+    "PadV2": lambda ns, op, x, paddings, value: jnp.pad(x, _pads(paddings),
+                                                        constant_values=value),
+    "MirrorPad": _mirror_pad, "MirrorPadGrad": _mirror_pad_grad,
+    "ReverseV2": lambda ns, op, x, axis: jnp.flip(x, _ints(axis)),
+    "Split": lambda ns, op, axis, x: list(jnp.split(x, op.get_attr("num_split"),
+                                                    axis=int(axis))),
+    "SplitV": _split_v, "Unpack": _unpack,
+    "GatherNd": _gather_nd, "ScatterNd": _scatter_nd,
+    "BatchMatMul": _batch_matmul, "BatchMatMulV2": _batch_matmul,
+    "BatchMatMulV3": _batch_matmul,
+    "Einsum": lambda ns, op, *xs: jnp.einsum(op.get_attr("equation").decode(), *xs),
+    "MatrixDiagV3": _matrix_diag, "MatrixDiagPartV3": _matrix_diag_part,
+    "TopKV2": _top_k,
+    "SoftmaxCrossEntropyWithLogits": _cross_entropy,
+    "SparseSoftmaxCrossEntropyWithLogits": _sparse_cross_entropy,
+    "BiasAdd": _bias_add, "BiasAddV1": _bias_add, "BiasAddGrad": _bias_add_grad,
+    **_conv_handlers(depthwise=False), **_conv_handlers(depthwise=True),
+    "MaxPool": lambda ns, op, x: _pool(op, "max")(x), "MaxPoolGrad": _max_pool_grad,
+    "AvgPool": lambda ns, op, x: _pool(op, "avg")(x), "AvgPoolGrad": _avg_pool_grad,
+})
+# Ops whose output depends only on the input's static shape, never on its values.
+SHAPE_OPS = ("Shape", "ShapeN", "Size", "Rank")
