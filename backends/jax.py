@@ -258,12 +258,15 @@ def find_device(name: str):
   return _platform_devices(platform)[int(index)]
 
 
+_WIDE = ("float64", "int64", "uint64", "complex128")  # JAX makes these 32-bit without x64.
+
+
 @contextlib.contextmanager
 def precision_scope(arrays: Sequence[np.ndarray], float32: str | None = None):
   """Enables 64-bit types for this scope only where the arrays need them; with
   ``float32="highest"``, ``jax.default_matmul_precision("highest")`` too (JAX's default
   uses TF32 or bfloat16 passes for float32 matmuls on recent GPUs)."""
-  wide = any(np.asarray(a).dtype.itemsize == 8 for a in arrays if a is not None)
+  wide = any(np.asarray(a).dtype.name in _WIDE for a in arrays if a is not None)
   with contextlib.ExitStack() as stack:
     if wide:
       stack.enter_context(jax.enable_x64(True))

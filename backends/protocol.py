@@ -80,6 +80,12 @@ class HigherOrder(Protocol):
     TRANSFORMS: transformation modes `evaluate_transformed` takes, e.g. ("vmap", "scan").
     UNSUPPORTED_CHECKS: ``{(check, mode): reason}`` for a higher-order check a mode cannot
       compute, e.g. ``{("jvp", "export"): "..."}``.
+
+  One more optional member, a flag, is not part of this protocol (the cross-check reads it
+  with a default of False): ``CONJUGATE_COMPLEX_GRADIENTS``, True where the framework's
+  complex gradients are the conjugates of JAX's VJP (TensorFlow, torch; docs/dtypes.md);
+  the cross-check then hands `evaluate` conjugated cotangents and conjugates the
+  cotangents it returns, to compare them with the reference's (JAX's convention).
   """
 
   EXTRA_MODES: tuple[str, ...]
@@ -132,4 +138,5 @@ class CpuDevices(Protocol):
 MEMBERS = ("NAME", "VERSION", "MODES", "xp", "get", "spec_of", "devices", "evaluate",
            "precision_scope", "register_container")
 OPTIONAL_MEMBERS = ("EXTRA_MODES", "TRANSFORMS", "UNSUPPORTED_CHECKS", "evaluate_higher_order",
-                    "evaluate_transformed", "ARRAY_MODULES", "set_cpu_device_count")
+                    "evaluate_transformed", "ARRAY_MODULES", "set_cpu_device_count",
+                    "CONJUGATE_COMPLEX_GRADIENTS")

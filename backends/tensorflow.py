@@ -109,11 +109,14 @@ def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: 
   return tensorflow_array.unwrap(fn(tensorflow_array.body_namespace(), *wrapped, **params))
 
 
+# Its complex gradients are the conjugates of JAX's VJP: the op core converts a complex
+# op's backward, the cross-check converts back (docs/dtypes.md).
+CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(
     NAME, xp, spec_of,
     # Reading variables here lets the tape route their gradients through the op.
     to_arrays=lambda inputs: [tf.convert_to_tensor(x) for x in inputs],
-    conjugate_complex=True,  # TensorFlow's gradients: docs/dtypes.md.
+    conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
     body=_body)
 
 

@@ -271,8 +271,11 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
   return [_tensor(x, like) for x in inputs]
 
 
+# Its complex gradients are the conjugates of JAX's VJP: the op core converts a complex
+# op's backward, the cross-check converts back (docs/dtypes.md).
+CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(NAME, xp, spec_of, to_arrays=_to_tensors, scope=_device_scope,
-                        conjugate_complex=True)  # torch's gradients: docs/dtypes.md.
+                        conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS)
 
 
 def _inexact(x: torch.Tensor) -> bool:
