@@ -12,6 +12,7 @@ import crossgrad as cg
 from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import engine
+from crossgrad.checker.report import RowContext
 
 NAMES = ["output 0", "dx"]
 MODES = {"tensorflow": {"eager", "graph", "jit"}, "jax": {"eager", "jit"}}
@@ -94,14 +95,12 @@ def test_a_device_one_backend_lacks_is_a_failing_row():
 
 def test_device_row_fails_when_devices_disagree():
   """A planted difference between two devices' cotangents must fail the device row."""
-  op = cg.get("leaky_relu")
+  context = RowContext("leaky_relu", "-", "jax", "cpu:1", "float32", "jit")
   outputs = (np.ones((2, 3), np.float32),)
   first = ("cpu:0", (outputs, (np.full((2, 3), 0.2, np.float32),)))
   row = engine._device_row  # pylint: disable=protected-access
-  same = row(op, "-", "jax", "cpu:1", "float32", "jit",
-             (outputs, (np.full((2, 3), 0.2, np.float32),)), first, NAMES, 1e-5)
-  differs = row(op, "-", "jax", "cpu:1", "float32", "jit",
-                (outputs, (np.full((2, 3), 0.21, np.float32),)), first, NAMES, 1e-5)
+  same = row(context, (outputs, (np.full((2, 3), 0.2, np.float32),)), first, NAMES, 1e-5)
+  differs = row(context, (outputs, (np.full((2, 3), 0.21, np.float32),)), first, NAMES, 1e-5)
   assert same.ok and same.error == 0 and same.note == "vs cpu:0: bitwise equal"
   assert not differs.ok and "dx" in differs.note
   np.testing.assert_allclose(differs.error, 0.01 / 0.21, rtol=1e-5)
