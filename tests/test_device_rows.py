@@ -95,11 +95,10 @@ def test_a_device_one_backend_lacks_is_a_failing_row():
 
 def test_device_row_fails_when_devices_disagree():
   """A planted difference between two devices' cotangents must fail the device row."""
-  op = cg.get("leaky_relu")
+  context = RowContext("leaky_relu", "-", "jax", "cpu:1", "float32", "jit")
   outputs = (np.ones((2, 3), np.float32),)
   first = ("cpu:0", (outputs, (np.full((2, 3), 0.2, np.float32),)))
   row = engine._device_row  # pylint: disable=protected-access
-  context = RowContext(op.name, "-", "jax", "cpu:1", "float32", "jit")
   same = row(context, (outputs, (np.full((2, 3), 0.2, np.float32),)), first, NAMES, 1e-5)
   differs = row(context, (outputs, (np.full((2, 3), 0.21, np.float32),)), first, NAMES, 1e-5)
   assert same.ok and same.error == 0 and same.note == "vs cpu:0: bitwise equal"
