@@ -14,6 +14,8 @@ the backends asked for.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import platform
 import sys
 import time
@@ -44,9 +46,43 @@ def _default_backends() -> list[str]:
   return base.default_backends()
 
 
-def _cast_inputs(inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray]:
-  """Floating inputs cast to ``dtype``; integer inputs (indices, labels) unchanged."""
-  return [x.astype(dtype) if np.issubdtype(x.dtype, np.floating) else x for x in inputs]
+COMPLEX_OF = {"float32": "complex64", "float64": "complex128"}  # Same precision.
+COMPLEX_NOT_COVERED = ("complex inputs: forward and vjp rows only; no jvp, second-order, "
+                       "transformation or special-value rows yet (docs/dtypes.md)")
+
+
+def _cast_inputs(inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray] | None:
+  """Floating inputs cast to ``dtype``, complex ones to the complex dtype of its precision
+  (`COMPLEX_OF`); integer inputs (indices, labels) unchanged. None where a complex input
+  has no complex dtype of that precision (float16, bfloat16)."""
+  if any(np.iscomplexobj(x) for x in inputs) and dtype not in COMPLEX_OF:
+    return None
+  return [x.astype(compare.dtype_of(dtype)) if compare.is_floating(x.dtype)
+          else x.astype(COMPLEX_OF[dtype]) if np.iscomplexobj(x) else x for x in inputs]
+
+
+def _random_like(rng: np.random.Generator, o: np.ndarray) -> np.ndarray | None:
+  """A random cotangent for output ``o`` (complex where it is), None for an integer one."""
+  if not compare.is_inexact(o.dtype):
+    return None
+  if np.iscomplexobj(o):
+    return (rng.standard_normal(o.shape) + 1j * rng.standard_normal(o.shape)).astype(o.dtype)
+  return rng.standard_normal(o.shape).astype(o.dtype)
+
+
+def _conjugated(arrays: Sequence[Any]) -> list[Any]:
+  return [np.conj(a) if a is not None and np.iscomplexobj(a) else a for a in arrays]
+
+
+def _evaluate(module, op: OpDef, params: dict, inputs, cotangent, *, device: str, mode: str):
+  """``module.evaluate``, its cotangents in JAX's convention, the reference's: a backend
+  whose complex gradients are conjugated (``CONJUGATE_COMPLEX_GRADIENTS``: TensorFlow,
+  torch) gets the conjugate cotangent and its cotangents are conjugated back."""
+  if not (op.allow_complex and getattr(module, "CONJUGATE_COMPLEX_GRADIENTS", False)):
+    return module.evaluate(op, params, inputs, cotangent, device=device, mode=mode)
+  outputs, cts = module.evaluate(op, params, inputs, _conjugated(cotangent), device=device,
+                                 mode=mode)
+  return outputs, tuple(_conjugated(cts))
 
 
 def _sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray]:
@@ -77,32 +113,37 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
   inputs = _cast_inputs(inputs, "float64")
   context = RowContext(op.name, _params_label(params), "numpy", "cpu:0", "float64", "eager")
 
-  def floating(outputs):
-    return [o for o in validation.as_tuple(outputs) if np.issubdtype(o.dtype, np.floating)]
+  def floating(outputs):  # Complex ones as pairs of reals: finite differences see R^2n.
+    return [compare.as_real(o) for o in validation.as_tuple(outputs)
+            if compare.is_inexact(o.dtype)]
 
   def row(check, function, argnums, must_pass, note_fn):
     """Checks the cotangents of ``argnums`` against finite differences of ``function``."""
     def with_varied(varied):
       full = list(inputs)
       for i, x in zip(argnums, varied):
-        full[i] = x
+        full[i] = compare.as_complex(x) if np.iscomplexobj(inputs[i]) else x
       return full
 
     def target(varied):
       return floating(function(reference.xp, *with_varied(varied), **params))
 
     def vjp(varied, cotangents):
+      """The real gradient: for complex arrays, in JAX's convention, conj(B(conj(c)))."""
       outputs, vjp_fn = reference.vjp(op, *with_varied(varied), **params)
       it = iter(cotangents)
-      g = tuple(next(it) if np.issubdtype(o.dtype, np.floating) else None
-                for o in validation.as_tuple(outputs))
-      cts = vjp_fn(g if isinstance(outputs, tuple) else g[0])
-      return [cts[i] for i in argnums]
+      g = [None] * len(validation.as_tuple(outputs))
+      for k, o in enumerate(validation.as_tuple(outputs)):
+        if compare.is_inexact(o.dtype):
+          g[k] = np.conj(compare.as_complex(next(it))) if np.iscomplexobj(o) else next(it)
+      cts = _conjugated(vjp_fn(tuple(g) if isinstance(outputs, tuple) else g[0]))
+      return [compare.as_real(cts[i]) for i in argnums]
 
     names = "inputs " + ", ".join(op.input_names[i] for i in argnums)
     start = time.perf_counter()
     try:
-      err, how = finite_diff.vjp_error(target, vjp, [inputs[i] for i in argnums],
+      err, how = finite_diff.vjp_error(target, vjp, [compare.as_real(inputs[i])
+                                                     for i in argnums],
                                        np.random.default_rng(seed))
     except Exception as e:  # pylint: disable=broad-except  # Informational rows stay so.
       return context.row(check, None, finite_diff.TOLERANCE, not must_pass, _first_line(e),
@@ -197,6 +238,8 @@ def cross_check(
     inputs: Sequence[np.ndarray] | None = None,
     tolerance: str | float | None = None,
     special: bool | str = True,
+    precision: str = "highest",
+    determinism: bool = False,
 ) -> Report:
   """Cross-checks ops (names or `OpDef`s; default: every registered op).
 
@@ -228,13 +271,20 @@ def cross_check(
       "advisory" (default: differences only at special elements, or a framework raising
       there, are advisory rows that pass; `special_values`), "strict" (they fail), False
       or "off" (no special rows).
+    precision: "highest" (default: every backend computes float32 matmuls and convolutions
+      in full float32 precision, no TF32 or bfloat16 passes, for the check only: each
+      backend's `precision_scope`) or "framework" (the frameworks' own defaults, to measure
+      them).
+    determinism: also run every backend, device and mode a second time and compare the two
+      bit for bit (``determinism`` rows: nondeterministic gradients, e.g. GPU scatter-adds).
+      Off by default: it doubles the time of the forward and vjp rows.
 
   Returns:
     A `Report`; ``report.ok`` is True only if every row passed and one checked something.
 
   Raises:
-    CrossgradError: an unknown op, backend, dtype, device, mode or tolerance, or a
-      selection that checks nothing (`selection`).
+    CrossgradError: an unknown op, backend, dtype, device, mode, tolerance, special-value
+      policy or precision, or a selection that checks nothing (`selection`).
   """
   start = time.perf_counter()
   opdefs = selection.ops(ops)
@@ -242,29 +292,72 @@ def cross_check(
   backends = _default_backends() if backends is None else backends
   modules = selection.backends(backends)
   selection.check(opdefs, modules, dtypes, devices, modes)
-  tolerance = compare.check_tolerance(tolerance)
-  special = special_values.policy(special)
-  say = progress or (lambda _: None)
+  settings = _Settings(devices, modes, seed, progress or (lambda _: None),
+                       compare.check_tolerance(tolerance), special_values.policy(special),
+                       determinism)
   rows: list[Row] = []
-  for index, op in enumerate(opdefs, 1):
-    for params in op.param_sets:
-      params = op.resolve_params(params)
-      label = _params_label(params)
-      say(f"[{index}/{len(opdefs)}] {op.name} {label}: finite differences")
-      try:
-        op_inputs = (_sample(op, seed, params) if inputs is None
-                     else [np.asarray(x) for x in inputs])
-      except Exception as e:  # pylint: disable=broad-except
-        rows.append(RowContext(op.name, label, "numpy", "cpu:0", "-", "-").row(
-            Check.SAMPLE, note=_first_line(e)))
-        continue
-      rows.extend(finite_difference_rows(op, params, op_inputs, seed))
-      second = _second_sample(op, seed, params) if inputs is None else None
-      for dtype in dtypes:
-        rows.extend(_dtype_rows(op, params, label, _cast_inputs(op_inputs, dtype), dtype,
-                                reference, modules, devices, modes, seed, say, tolerance,
-                                special, second and _cast_inputs(second, dtype)))
+  with pinned(modules, precision):
+    for index, op in enumerate(opdefs, 1):
+      rows += _op_rows(op, f"[{index}/{len(opdefs)}]", inputs, dtypes, reference, modules,
+                       settings)
   return Report(rows, time.perf_counter() - start, _environment(modules))
+
+
+PRECISIONS = ("highest", "framework")
+
+
+@contextlib.contextmanager
+def pinned(modules: dict[str, Any], precision: str, argument: str = "precision"):
+  """With ``precision="highest"``, every backend in full float32 precision for the block
+  (its `precision_scope(..., float32="highest")`), restored afterwards."""
+  if precision not in PRECISIONS:
+    raise selection.unknown(argument, precision, PRECISIONS)
+  with contextlib.ExitStack() as stack:
+    if precision == "highest":
+      for module in modules.values():
+        stack.enter_context(module.precision_scope((), float32="highest"))
+    yield
+
+
+@dataclasses.dataclass(frozen=True)
+class _Settings:
+  """What every row of one check shares (`cross_check`'s arguments, checked)."""
+
+  devices: str | Sequence[str]
+  modes: Sequence[str] | None
+  seed: int
+  say: Callable[[str], None]
+  tolerance: str | float | None
+  special: str | None
+  determinism: bool
+
+
+def _op_rows(op: OpDef, counter: str, inputs, dtypes, reference, modules,
+             settings: _Settings) -> list[Row]:
+  rows = []
+  for params in op.param_sets:
+    params = op.resolve_params(params)
+    label = _params_label(params)
+    settings.say(f"{counter} {op.name} {label}: finite differences")
+    try:
+      op_inputs = (_sample(op, settings.seed, params) if inputs is None
+                   else [np.asarray(x) for x in inputs])
+    except Exception as e:  # pylint: disable=broad-except
+      rows.append(RowContext(op.name, label, "numpy", "cpu:0", "-", "-").row(
+          Check.SAMPLE, note=_first_line(e)))
+      continue
+    rows.extend(finite_difference_rows(op, params, op_inputs, settings.seed))
+    second = _second_sample(op, settings.seed, params) if inputs is None else None
+    for dtype in dtypes:
+      cast = _cast_inputs(op_inputs, dtype)
+      if cast is None:
+        rows.append(RowContext(op.name, label, "numpy", "cpu:0", dtype, "-").row(
+            Check.SKIPPED, ok=True, note=f"complex inputs: no complex dtype of {dtype}'s "
+            "precision (complex64 is checked with float32, complex128 with float64)"))
+        continue
+      rows.extend(_dtype_rows(op, params, label, cast, dtype, reference, modules, settings,
+                              second and _cast_inputs(second, dtype)))
+  return rows
 
 
 def _second_sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray] | None:
@@ -275,86 +368,146 @@ def _second_sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray] | Non
     return None
 
 
-def _dtype_rows(op, params, label, inputs, dtype, reference, modules, devices, modes, seed,
-                say, tolerance=None, special=True, second=None) -> list[Row]:
+@dataclasses.dataclass
+class _Target:
+  """One op, parameter set and dtype: inputs, cotangent, what the reference computes for
+  them (and on special values: ``case``), and how rows compare with it."""
+
+  op: OpDef
+  params: dict
+  inputs: list[np.ndarray]
+  cotangent: list[np.ndarray | None]
+  outputs: tuple
+  cotangents: tuple
+  case: special_values.Case | None
+  higher: higher_order.Case
+  tolerance: float
+  bitwise: bool
+
+  @property
+  def is_complex(self) -> bool:
+    """Complex inputs or outputs: rows beyond forward and vjp are not covered yet."""
+    return any(np.iscomplexobj(x) for x in (*self.inputs, *self.outputs))
+
+  @property
+  def names(self) -> tuple[list[str], list[str]]:
+    return ([f"output {i}" for i in range(len(self.outputs))],
+            [f"d{name}" for name in self.op.input_names])
+
+
+def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: _Settings,
+                second=None) -> list[Row]:
   rows = []
-  rng = np.random.default_rng([seed, zlib.crc32(dtype.encode())])
+  rng = np.random.default_rng([settings.seed, zlib.crc32(dtype.encode())])
   numpy_context = RowContext(op.name, label, "numpy", "cpu:0", dtype, "eager")
   try:
     outputs, vjp_fn = reference.vjp(op, *inputs, **params)
     ref_outputs = validation.as_tuple(outputs)
-    cotangent = [rng.standard_normal(o.shape).astype(o.dtype)
-                 if np.issubdtype(o.dtype, np.floating) else None for o in ref_outputs]
+    cotangent = [_random_like(rng, o) for o in ref_outputs]
     ref_cts = vjp_fn(tuple(cotangent) if isinstance(outputs, tuple) else cotangent[0])
   except Exception as e:  # pylint: disable=broad-except
     return [numpy_context.row(Check.REFERENCE, note=_first_line(e))]
-  bitwise = tolerance == compare.BITWISE
-  tolerance = compare.tolerance_for(dtype, tolerance)
+  bitwise = settings.tolerance == compare.BITWISE
+  tolerance = compare.tolerance_for(dtype, settings.tolerance)
+  strict = settings.special == "strict"
   case = None
-  strict = special == "strict"
-  if special and modules:
+  complex_case = any(np.iscomplexobj(x) for x in (*inputs, *ref_outputs))
+  if settings.special and modules and not complex_case:
     try:
-      case = special_values.prepare(op, params, inputs, dtype, reference, seed)
+      case = special_values.prepare(op, params, inputs, dtype, reference, settings.seed)
     except Exception as e:  # pylint: disable=broad-except
       rows.append(numpy_context.row(
           Check.SPECIAL, ok=not strict, note=("" if strict else "advisory: ")
           + "reference on special values: " + _first_line(e),
           advisory="" if strict else "reference raises"))
   higher = higher_order.Case(op, params, label, dtype, list(inputs), list(cotangent),
-                             tolerance, _comparer(tolerance, bitwise), seed)
-  output_names = [f"output {i}" for i in range(len(ref_outputs))]
-  input_names = [f"d{name}" for name in op.input_names]
+                             tolerance, _comparer(tolerance, bitwise), settings.seed)
+  target = _Target(op, params, list(inputs), cotangent, ref_outputs, ref_cts, case, higher,
+                   tolerance, bitwise)
   for name, module in modules.items():
-    chosen, missing = _select_devices(module.devices(), devices)
+    chosen, missing = _select_devices(module.devices(), settings.devices)
     rows.extend(numpy_context.at(backend=name, device=wanted, mode="-").row(
         Check.DEVICE, note=f"{name} has no such device (it has "
         f"{', '.join(module.devices())})") for wanted in missing)
     first = {}  # mode -> (first device, its outputs and cotangents)
     for device in chosen:
       eager = None  # This device's eager outputs and cotangents, for the export modes.
-      for mode in higher_order.modes_of(module, modes):
+      for mode in higher_order.modes_of(module, settings.modes):
         context = numpy_context.at(backend=name, device=device, mode=mode)
-        reason = op.unsupported_modes.get(f"{name}:{mode}")
-        if reason is not None:
-          rows.append(context.row(Check.SKIPPED, ok=True,
-                                  note=f"unsupported by the op: {reason}"))
-          continue
-        say(f"  {op.name} {label} {dtype} {name} {device} {mode}")
-        started = time.perf_counter()
-        try:
-          outputs, cts = module.evaluate(op, params, inputs, cotangent, device=device,
-                                         mode=mode)
-        except Exception as e:  # pylint: disable=broad-except
-          note = _first_line(e)
-          if not isinstance(e, CrossgradError):
-            note += " | " + traceback.format_exc(limit=-1).strip().splitlines()[-1][:200]
-          for check in (Check.FORWARD, Check.VJP):
-            rows.append(context.row(check, None, tolerance, False, note,
-                                    time.perf_counter() - started))
-          continue
-        seconds = time.perf_counter() - started
-        eager = (outputs, cts) if mode == module.MODES[0] else eager
-        if mode in first:
-          rows.append(_device_row(context, (outputs, cts), first[mode],
-                                  output_names + input_names, tolerance, bitwise))
-        else:
-          first[mode] = (device, (outputs, cts))
-        for check, got, want, names in ((Check.FORWARD, outputs, ref_outputs, output_names),
-                                        (Check.VJP, cts, ref_cts, input_names)):
-          result = compare.compare(got, want, names, tolerance, bitwise=bitwise)
-          rows.append(context.row(check, result.error, tolerance, result.ok, result.note,
-                                  seconds, result.ulps))
-        if case is not None and mode not in getattr(module, "EXTRA_MODES", ()):
-          # Export round trips are compared with eager (``round_trip``), which has these.
-          rows.append(special_values.row(op, params, context, module, case, tolerance,
-                                         bitwise, strict))
-        if hasattr(module, "evaluate_higher_order"):  # Else skipped rows say why.
-          say(f"  {op.name} {label} {dtype} {name} {device} {mode}: jvp, second order")
-        rows.extend(higher_order.mode_rows(higher, name, module, device, mode, eager,
-                                           (outputs, cts)))
-      transforms = higher_order.transforms_of(module, modes)
-      if transforms:
-        say(f"  {op.name} {label} {dtype} {name} {device} {', '.join(transforms)}")
+        mode_rows, results = _mode_rows(target, context, module, settings, first, eager)
+        rows += mode_rows
+        eager = results if mode == module.MODES[0] and results else eager
+      transforms = higher_order.transforms_of(module, settings.modes)
+      if transforms and not complex_case:
+        settings.say(f"  {op.name} {label} {dtype} {name} {device} {', '.join(transforms)}")
         rows.extend(higher_order.transform_rows(higher, name, module, device, transforms,
                                                second))
   return rows
+
+
+def _mode_rows(target: _Target, context: RowContext, module, settings: _Settings, first,
+               eager) -> tuple[list[Row], tuple | None]:
+  """The rows of one backend, device and mode, and its outputs and cotangents (None if it
+  raised); ``first`` maps a mode to the first device's (filled here)."""
+  op, tolerance, bitwise = target.op, target.tolerance, target.bitwise
+  reason = op.unsupported_modes.get(f"{context.backend}:{context.mode}")
+  if reason is not None:
+    return [context.row(Check.SKIPPED, ok=True, note=f"unsupported by the op: {reason}")], None
+  where = f"{op.name} {context.params} {context.dtype} {context.backend} {context.device}"
+  settings.say(f"  {where} {context.mode}")
+
+  def run():
+    return _evaluate(module, op, target.params, target.inputs, target.cotangent,
+                     device=context.device, mode=context.mode)
+
+  started = time.perf_counter()
+  try:
+    outputs, cts = results = run()
+  except Exception as e:  # pylint: disable=broad-except
+    note = _first_line(e)
+    if not isinstance(e, CrossgradError):
+      note += " | " + traceback.format_exc(limit=-1).strip().splitlines()[-1][:200]
+    return [context.row(check, None, tolerance, False, note, time.perf_counter() - started)
+            for check in (Check.FORWARD, Check.VJP)], None
+  seconds = time.perf_counter() - started
+  rows = []
+  output_names, input_names = target.names
+  if context.mode in first:
+    rows.append(_device_row(context, results, first[context.mode],
+                            output_names + input_names, tolerance, bitwise))
+  else:
+    first[context.mode] = (context.device, results)
+  for check, got, want, names in ((Check.FORWARD, outputs, target.outputs, output_names),
+                                  (Check.VJP, cts, target.cotangents, input_names)):
+    result = compare.compare(got, want, names, tolerance, bitwise=bitwise)
+    rows.append(context.row(check, result.error, tolerance, result.ok, result.note, seconds,
+                            result.ulps))
+  if settings.determinism:
+    rows.append(_determinism_row(context, run, results, output_names + input_names))
+  if target.case is not None and context.mode not in getattr(module, "EXTRA_MODES", ()):
+    # Export round trips are compared with eager (``round_trip``), which has these.
+    rows.append(special_values.row(op, target.params, context, module, target.case,
+                                   tolerance, bitwise, settings.special == "strict"))
+  if target.is_complex:
+    return rows + [context.row(Check.SKIPPED, ok=True, note=COMPLEX_NOT_COVERED)], results
+  if hasattr(module, "evaluate_higher_order"):  # Else skipped rows say why.
+    settings.say(f"  {where} {context.mode}: jvp, second order")
+  rows.extend(higher_order.mode_rows(target.higher, context.backend, module, context.device,
+                                     context.mode, eager, results))
+  return rows, results
+
+
+def _determinism_row(context: RowContext, run, results, names) -> Row:
+  """The same setting run again: outputs and cotangents must be bitwise equal."""
+  started = time.perf_counter()
+  try:
+    again = run()
+  except Exception as e:  # pylint: disable=broad-except
+    return context.row(Check.DETERMINISM, None, 0.0, False,
+                       "second run raised: " + _first_line(e), time.perf_counter() - started)
+  result = compare.compare([*again[0], *again[1]], [*results[0], *results[1]], names, 0.0,
+                           bitwise=True, reference="first run")
+  return context.row(Check.DETERMINISM, result.error, 0.0, result.identical,
+                     "bitwise equal in two runs" if result.identical
+                     else f"nondeterministic: {result.note}", time.perf_counter() - started,
+                     result.ulps)

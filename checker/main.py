@@ -30,6 +30,7 @@ from crossgrad.checker import engine
 from crossgrad.checker import flag_help
 from crossgrad.checker import grid
 from crossgrad.checker import html_report
+from crossgrad.checker import keras_rows
 from crossgrad.checker import quiet
 from crossgrad.checker import selection
 from crossgrad.checker import special_values
@@ -64,6 +65,14 @@ _SPECIAL = flags.DEFINE_string(
     "the ops' own edges): 'advisory' (differences only where the reference is not finite "
     "or an input is not finite or extreme, or a framework raising there, are reported "
     "but do not fail), 'strict' (they fail) or 'off' ('true'/'false' also work).")
+_PRECISION = flags.DEFINE_string(
+    "precision", "highest", "'highest': every backend computes float32 matmuls and "
+    "convolutions in full float32 precision during the check (no TF32 or bfloat16 passes on "
+    "GPUs), restored afterwards; 'framework': the frameworks' own defaults, to measure them.")
+_DETERMINISM = flags.DEFINE_bool(
+    "determinism", False, "Run every backend, device and mode twice and compare the runs "
+    "bit for bit (determinism rows: nondeterministic gradients, e.g. GPU scatter-adds); "
+    "doubles the time of the forward and vjp rows.")
 _JSON = flags.DEFINE_string("json", None, "Write the report as JSON to this path.")
 _HTML = flags.DEFINE_string("html", None, "Write the report as one self-contained HTML page.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed for inputs, cotangents and directions.")
@@ -101,6 +110,8 @@ def _check(argv) -> int:
         print(f"{name:24s} {op_registry.get(name).doc}")
       return 0
     ops = selection.ops(_OPS.value, flags=True)
+    if keras_rows.NAME in _BACKENDS.value:
+      keras_rows.register(_MODULE.value)
     for name in _BACKENDS.value:
       if name not in base.names():
         raise selection.unknown("--backends", name, base.names())
@@ -111,9 +122,12 @@ def _check(argv) -> int:
     selection.check(ops, modules, _DTYPES.value, _DEVICES.value, _MODES.value, flags=True)
     tolerance = compare.check_tolerance(_TOLERANCE.value, "--tolerance")
     special = special_values.policy(_SPECIAL.value, "--special")
+    if _PRECISION.value not in engine.PRECISIONS:
+      raise selection.unknown("--precision", _PRECISION.value, engine.PRECISIONS)
     report = engine.cross_check(
         ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
         modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
+        precision=_PRECISION.value, determinism=_DETERMINISM.value,
         progress=lambda line: print(line, file=sys.stderr, flush=True))
   except CrossgradError as e:
     return _fail(str(e))

@@ -87,6 +87,10 @@ def _main(capsys, **flag_values):
                                               "'graph'"),
     (dict(tolerance="exact"), "--tolerance: unknown tolerance: expected 'default', 'bitwise' "
                               "or a finite number >= 0, got 'exact'"),
+    (dict(special="lenient"), "--special: unknown special-values policy: expected "
+                              "'advisory' (default), 'strict' or 'off', got 'lenient'"),
+    (dict(precision="tf32"), "--precision: unknown value: expected one of highest, "
+                             "framework, got 'tf32'"),
     (dict(ops=[]), "--ops: nothing to check: no op selected"),
     (dict(modes=[]), "--modes: nothing to check: no mode selected"),
     (dict(dtypes=[]), "--dtypes: nothing to check: no dtype selected"),

@@ -137,3 +137,43 @@ def test_binary_writes_the_grid_and_the_html(tmp_path):
   page = out.read_text()
   parsed = _parse(page)
   assert "script" not in parsed.tags and "leaky_relu" in page and "alpha=0.01" in page
+
+
+def _advisory_report():
+  advisory = Row("inv", "-", "tensorflow", "cpu:0", "float32", "eager", "special", None, 1e-5,
+                 True, "advisory: raises on special inputs: InvalidArgumentError: x",
+                 advisory="raises")
+  nan = Row("inv", "-", "jax", "cpu:0", "float32", "jit", "special", 1.0, 1e-5, True,
+            "advisory: differs only at special values; worst: dx[0]: 0.0 vs reference nan",
+            advisory="NaN vs a number")
+  rows = [_row(op="inv", backend="tensorflow", mode="eager"), advisory,
+          _row(op="inv", backend="jax"), nan]
+  return Report(rows, 1.0, {})
+
+
+def test_advisory_rows_pass_and_show_in_grid_table_summary_json_and_html():
+  report = _advisory_report()
+  assert report.ok and not report.failures and len(report.advisories) == 2
+  assert [r.status for r in report.rows] == ["ok", "ADVISORY", "ok", "ADVISORY"]
+  g = grid.grid(report.rows)
+  assert g.cell(("inv", "-"), ("tensorflow", "eager")).text() == "ADVISORY -"
+  assert g.cell(("inv", "-"), ("jax", "jit")).text() == "ADVISORY 1.0e+00"
+  assert report.summary().endswith(
+      "2 advisory at special values (NaN vs a number: 1, raises: 1), 1.0 s")
+  text = grid.text_report(report)
+  assert "advisory rows (divergences at special values; they do not fail the check):" in text
+  assert "failing rows: none" in text
+  rows = report.to_dict()["rows"]
+  assert [(r["status"], r["advisory"], r["check"]) for r in rows[1::2]] == [
+      ("ADVISORY", "raises", "special"), ("ADVISORY", "NaN vs a number", "special")]
+  assert '"check": "special"' in report.to_json()  # The kind serialises as its string.
+  page = html_report.render(report)
+  assert ".ADVISORY {" in page and "<td class='ADVISORY'" in page
+  assert "<td class='ADVISORY'>ADVISORY</td>" in page
+
+
+def test_a_failure_outranks_an_advisory_in_its_cell():
+  report = _advisory_report()
+  failing = _row(op="inv", backend="jax", error=1.0, ok=False)
+  cell = grid.summarize([report.rows[3], failing])
+  assert cell.status == "FAIL" and cell.worst is failing

@@ -6,6 +6,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -47,7 +48,8 @@ def test_the_check_sees_lazy_and_from_imports(tmp_path):
 
 
 # The binaries (`python -m crossgrad.NAME`) and the file defining each one's flags.
-BINARIES = {"check": "checker/main.py", "port_check": "port_check.py", "scan": "scan.py",
+BINARIES = {"check": "checker/main.py", "tf1.port_check": "tf1/port_check.py",
+            "tf1.scan": "tf1/scan.py",
             **{f"benchmarks.{p.stem}": f"benchmarks/{p.name}"
                for p in sorted((ROOT / "benchmarks").glob("*.py"))
                if "app.run(" in p.read_text()}}
@@ -71,21 +73,47 @@ def _defined_flags(path: pathlib.Path) -> set[str]:
 
 
 def test_every_binary_is_found_with_its_flags():
-  assert {"check", "port_check", "scan", "benchmarks.overhead"} <= set(BINARIES)
+  assert {"check", "tf1.port_check", "tf1.scan", "benchmarks.overhead"} <= set(BINARIES)
   assert {"ops", "backends", "dtypes"} <= _defined_flags(ROOT / BINARIES["check"])
   assert {"quick", "json", "sizes"} <= _defined_flags(ROOT / BINARIES["benchmarks.tf1_idiom"])
+
+
+# Console scripts (pyproject.toml): name -> "module:function".
+SCRIPTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+
+
+def _help(command: list[str]) -> str:
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+      [str(ROOT.parent)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+  result = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=300,
+                          env=env, check=False)
+  return result.stdout + result.stderr
+
+
+def _missing(listed: str, source: str) -> list[str]:
+  defined = _defined_flags(ROOT / source)
+  assert defined, source
+  return sorted(f for f in defined if f"--{f}:" not in listed and f"--[no]{f}:" not in listed)
 
 
 @pytest.mark.parametrize("binary", sorted(BINARIES))
 def test_help_lists_the_binarys_own_flags(binary):
   """absl's --help lists only the main module's key flags: a binary whose flags live in a
   library module (crossgrad.checker.main, benchmarks/timing.py) must adopt them."""
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-      [str(ROOT.parent)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-  result = subprocess.run([sys.executable, "-m", f"crossgrad.{binary}", "--help"],
-                          capture_output=True, text=True, timeout=300, env=env, check=False)
-  listed = result.stdout + result.stderr
-  missing = sorted(f for f in _defined_flags(ROOT / BINARIES[binary])
-                   if f"--{f}:" not in listed and f"--[no]{f}:" not in listed)
-  assert _defined_flags(ROOT / BINARIES[binary]), binary
+  listed = _help([sys.executable, "-m", f"crossgrad.{binary}"])
+  missing = _missing(listed, BINARIES[binary])
   assert not missing, f"{binary} --help does not list {missing}:\n{listed[-2000:]}"
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_console_script_help_lists_its_flags(script):
+  """As an installed console script runs it: the main module is the script, not the
+  module that defines the flags."""
+  module, function = SCRIPTS[script].split(":")
+  code = (f"import sys; sys.argv[0] = {script!r}; from {module} import {function}; "
+          f"sys.exit({function}())")
+  listed = _help([sys.executable, "-c", code])
+  source = BINARIES[module.removeprefix("crossgrad.")] if module != "crossgrad.checker.main" \
+      else BINARIES["check"]
+  missing = _missing(listed, source)
+  assert not missing, f"{script} --help does not list {missing}:\n{listed[-2000:]}"

@@ -37,6 +37,7 @@ import numpy as np
 
 import crossgrad as cg
 from crossgrad.checker import engine
+from crossgrad.checker import flag_help
 from crossgrad.checker import selection
 
 FLAGS = flags.FLAGS
@@ -307,6 +308,7 @@ def parse_flags(argv):
 def run():
   """Console-script entry point (``crossgrad-port-check``)."""
   define_flags()
+  flag_help.list_in_help(__name__)  # --help of the console script lists them.
   app.run(main, flags_parser=parse_flags)
 
 

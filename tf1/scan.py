@@ -27,6 +27,7 @@ from typing import Iterable, Iterator
 from absl import app
 from absl import flags
 
+from crossgrad.checker import flag_help
 from crossgrad.tf1.op_types import OP_TYPES  # Imports no TensorFlow.
 
 DROP_IN = "crossgrad.tf1.py_func(func, inp, Tout, grad=grad)"
@@ -312,6 +313,7 @@ def main(argv):
 def run():
   """Console-script entry point (``crossgrad-scan``)."""
   define_flags()
+  flag_help.list_in_help(__name__)  # --help of the console script lists them.
   app.run(main)
 
 
