@@ -25,3 +25,16 @@ def test_a_wrong_translation_is_caught(monkeypatch):
   monkeypatch.setitem(handlers.HANDLERS, "Cos", handlers.HANDLERS["Sin"])
   case = next(c for c in coverage.CASES if c.name == "sin")
   assert coverage.classify(case)[0] == "wrong"
+
+
+def test_the_issues_op_types_translate_and_tfs_registry_is_read():
+  from crossgrad.tf1 import handlers  # pylint: disable=g-import-not-at-top
+  needed = {"Tile", "Cumsum", "SqrtGrad", "RsqrtGrad", "DivNoNan", "IsFinite", "Slice",
+            "StridedSliceGrad", "ScatterNd", "TopKV2", "Sin", "Cos", "Sinh", "Cosh", "Softmax",
+            "LogSoftmax", "EluGrad", "SeluGrad", "Relu6Grad", "SoftplusGrad", "BiasAddGrad",
+            "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPoolGrad", "AvgPoolGrad",
+            "BatchMatMulV2", "Einsum", "Pad", "ReverseV2", "Split", "Unpack"}
+  assert needed <= set(handlers.HANDLERS)
+  found = coverage.registered()
+  assert sorted(found) == ["array_grad", "math_grad", "nn_grad"]
+  assert {"Sum", "Tile", "Conv2D"} <= {t for types in found.values() for t in types}

@@ -6,7 +6,9 @@ idiom), so the twin replays TF's own gradient library. Each case is ``native``
 (translated), ``fallback`` (jax2tf.call_tf or a host callback), ``refused`` (a
 `CrossgradError`), ``wrong`` (a JAX gradient, eager or jit, differs from TF's) or
 ``crashed`` (any other exception: a crossgrad bug), with
-the TF op types still missing; ``--handlers`` lists the translated op types.
+the TF op types still missing; ``--handlers`` lists the translated op types, and
+``--registered`` which op types with a gradient in TF's math, array and nn gradient
+modules have a translation.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from crossgrad.registry.errors import CrossgradError
 
 _HANDLERS = flags.DEFINE_bool("handlers", False, "List the translated TF op types instead.")
 _VERBOSE = flags.DEFINE_bool("verbose", False, "Print every case with its reason.")
+_REGISTERED = flags.DEFINE_bool(
+    "registered", False, "List the op types whose gradient TF registers in its math, array "
+    "and nn gradient modules, with and without a translation, instead.")
+_GRADIENT_MODULES = ("math_grad", "array_grad", "nn_grad")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,11 +217,35 @@ def missing_types(reason: str) -> list[str]:
           and "has no xp translation" in part]
 
 
+def registered() -> dict[str, list[str]]:
+  """``{module: op types}`` of TF's registered gradients in `_GRADIENT_MODULES` (read from
+  TF's gradient registry, so from TF itself)."""
+  from tensorflow.python.framework import ops  # pylint: disable=g-import-not-at-top
+  from tensorflow.python.ops import array_grad, math_grad, nn_grad  # pylint: disable=g-import-not-at-top,unused-import
+  found = collections.defaultdict(list)
+  registry = ops._gradient_registry  # pylint: disable=protected-access
+  for op_type in sorted(registry.list()):
+    module = getattr(registry.lookup(op_type), "__module__", "").rsplit(".", 1)[-1]
+    if module in _GRADIENT_MODULES:
+      found[module].append(op_type)
+  return found
+
+
+def _print_registered(translated) -> None:
+  for module, op_types in registered().items():
+    missing = [t for t in op_types if t not in translated]
+    print(f"{module}: {len(op_types) - len(missing)} of {len(op_types)} op types translated; "
+          f"without: {', '.join(missing)}")
+
+
 def main(argv: Sequence[str]) -> None:
   del argv
   from crossgrad.tf1 import handlers  # pylint: disable=g-import-not-at-top
   if _HANDLERS.value:
     print("\n".join(sorted(handlers.HANDLERS)))
+    return
+  if _REGISTERED.value:
+    _print_registered(handlers.HANDLERS)
     return
   counts = collections.defaultdict(collections.Counter)
   missing = collections.Counter()

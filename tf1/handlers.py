@@ -322,16 +322,16 @@ def _conv_handlers(depthwise: bool) -> dict[str, Callable[..., Any]]:
           f"{name}BackpropFilter": filter_grad}
 
 
-def _pool(op, kind):
+def _pool(op, kind, ksize=None, strides=None):
+  """The pooling ``op`` does, with its attributes (MaxPoolV2: ``ksize``, ``strides`` given)."""
   def pool(x):
-    full = (lambda v: [1] + v + [1]) if _channels_last(op) else (lambda v: [1, 1] + v)
-    window = full(_window(op, "ksize"))
-    strides = full(_window(op, "strides"))
+    window = list(op.get_attr("ksize") if ksize is None else _ints(ksize))
+    step = list(op.get_attr("strides") if strides is None else _ints(strides))
     padding = op.get_attr("padding").decode()
     if kind == "max":
-      return lax.reduce_window(x, -jnp.inf, lax.max, window, strides, padding)
-    total = lax.reduce_window(x, 0.0, lax.add, window, strides, padding)
-    count = lax.reduce_window(jnp.ones_like(x), 0.0, lax.add, window, strides, padding)
+      return lax.reduce_window(x, -jnp.inf, lax.max, window, step, padding)
+    total = lax.reduce_window(x, 0.0, lax.add, window, step, padding)
+    count = lax.reduce_window(jnp.ones_like(x), 0.0, lax.add, window, step, padding)
     return total / count
   return pool
 
@@ -354,6 +354,74 @@ def _unpack(ns, op, x):
 
 def _where_zero(ns, op, g, condition):
   return jnp.where(condition, g, jnp.zeros_like(g))
+
+
+def _segments(kind, sorted_ids):
+  """Segment reductions; empty segments hold TF's value (0 for sum and mean, 1 for prod;
+  max / min: sorted 0, unsorted the dtype's lowest / highest)."""
+  reduce = {"sum": jax.ops.segment_sum, "max": jax.ops.segment_max,
+            "min": jax.ops.segment_min, "prod": jax.ops.segment_prod}
+
+  def handler(ns, op, data, ids, *num):
+    n = int(num[0]) if num else max(_ints(ids)) + 1
+    ids = jnp.asarray(ids)
+    count = jax.ops.segment_sum(jnp.ones(ids.shape, data.dtype), ids, n)
+    count = jnp.reshape(count, (n,) + (1,) * (data.ndim - ids.ndim))
+    out = reduce["sum" if kind == "mean" else kind](data, ids, n)
+    if kind == "mean":
+      return out / jnp.maximum(count, 1)
+    info = jnp.finfo if jnp.issubdtype(data.dtype, jnp.floating) else jnp.iinfo
+    empty = 1 if kind == "prod" else 0 if sorted_ids or kind == "sum" else {
+        "max": info(data.dtype).min, "min": info(data.dtype).max}[kind]
+    return jnp.where(count > 0, out, jnp.asarray(empty, data.dtype))
+  return handler
+
+
+def _tensor_scatter(method):
+  def handler(ns, op, tensor, indices, updates):
+    indices = jnp.asarray(indices)
+    at = jnp.asarray(tensor).at[tuple(indices[..., k] for k in range(indices.shape[-1]))]
+    return getattr(at, method)(-updates if method == "add" and op.type.endswith("Sub")
+                               else updates)
+  return handler
+
+
+def _band_part(ns, op, x, lower, upper):
+  rows = jnp.arange(x.shape[-2])[:, None]
+  cols = jnp.arange(x.shape[-1])[None, :]
+  lower, upper = int(lower), int(upper)
+  keep = ((lower < 0) | (rows - cols <= lower)) & ((upper < 0) | (cols - rows <= upper))
+  return jnp.where(keep, x, jnp.zeros_like(x))
+
+
+def _set_diag(ns, op, x, diagonal, k):
+  _diag_k0(op, k)
+  r = jnp.arange(min(x.shape[-2:]))
+  return jnp.asarray(x).at[..., r, r].set(diagonal)
+
+
+def _diag_part(ns, op, x):
+  half = x.shape[:x.ndim // 2]
+  n = int(np.prod(half))
+  return jnp.reshape(jnp.diagonal(jnp.reshape(x, (n, n))), half)
+
+
+def _space_depth(to_depth):
+  def handler(ns, op, x):
+    if not _channels_last(op):
+      raise NotImplementedError(f"{op.type} with data_format NCHW")
+    b = op.get_attr("block_size")
+    n, h, w, c = x.shape
+    if to_depth:
+      x = jnp.reshape(x, (n, h // b, b, w // b, b, c)).transpose(0, 1, 3, 2, 4, 5)
+      return jnp.reshape(x, (n, h // b, w // b, b * b * c))
+    x = jnp.reshape(x, (n, h, w, b, b, c // (b * b))).transpose(0, 1, 3, 2, 4, 5)
+    return jnp.reshape(x, (n, h * b, w * b, c // (b * b)))
+  return handler
+
+
+def _truncate_div(ns, op, a, b):
+  return lax.div(a, b) if jnp.issubdtype(a.dtype, jnp.integer) else jnp.trunc(a / b)
 
 
 HANDLERS.update({
@@ -427,6 +495,26 @@ HANDLERS.update({
     "BiasAdd": _bias_add, "BiasAddV1": _bias_add, "BiasAddGrad": _bias_add_grad,
     **_conv_handlers(depthwise=False), **_conv_handlers(depthwise=True),
     "MaxPool": lambda ns, op, x: _pool(op, "max")(x), "MaxPoolGrad": _max_pool_grad,
+    "MaxPoolV2": lambda ns, op, x, ksize, strides: _pool(op, "max", ksize, strides)(x),
+    **{t: _segments(k, sorted_ids=True) for t, k in {
+        "SegmentSum": "sum", "SegmentMean": "mean", "SegmentMax": "max", "SegmentMin": "min",
+        "SegmentProd": "prod"}.items()},
+    **{t: _segments(k, sorted_ids=False) for t, k in {
+        "UnsortedSegmentMax": "max", "UnsortedSegmentMin": "min",
+        "UnsortedSegmentProd": "prod"}.items()},
+    **{t: _tensor_scatter(m) for t, m in {
+        "TensorScatterAdd": "add", "TensorScatterSub": "add", "TensorScatterUpdate": "set",
+        "TensorScatterMax": "max", "TensorScatterMin": "min"}.items()},
+    **{t: lambda ns, op, *xs, f=f: f(*xs) for t, f in {
+        "Ndtri": jsp.ndtri, "Igamma": jsp.gammainc, "Igammac": jsp.gammaincc,
+        "Zeta": jsp.zeta, "BesselI0e": jsp.i0e, "BesselI1e": jsp.i1e, "BesselI0": jsp.i0,
+        "BesselI1": jsp.i1, "Cross": jnp.cross, "Diag": lambda x: jnp.reshape(
+            jnp.diagflat(x), x.shape + x.shape)}.items()},
+    "Gather": lambda ns, op, params, indices: jnp.take(params, jnp.asarray(indices), axis=0),
+    "Concat": lambda ns, op, axis, *values: jnp.concatenate(values, axis=int(axis)),
+    "TruncateDiv": _truncate_div, "DiagPart": _diag_part,
+    "MatrixBandPart": _band_part, "MatrixSetDiagV3": _set_diag,
+    "SpaceToDepth": _space_depth(to_depth=True), "DepthToSpace": _space_depth(to_depth=False),
     "AvgPool": lambda ns, op, x: _pool(op, "avg")(x), "AvgPoolGrad": _avg_pool_grad,
 })
 # Ops whose output depends only on the input's static shape, never on its values.
