@@ -48,11 +48,9 @@ def test_the_check_sees_lazy_and_from_imports(tmp_path):
 
 
 # The binaries (`python -m crossgrad.NAME`) and the file defining each one's flags.
-BINARIES = {"check": "checker/main.py", "tf1.port_check": "tf1/port_check.py",
-            "tf1.scan": "tf1/scan.py",
-            **{f"benchmarks.{p.stem}": f"benchmarks/{p.name}"
-               for p in sorted((ROOT / "benchmarks").glob("*.py"))
-               if "app.run(" in p.read_text()}}
+BINARIES = {"check": "checker/main.py",
+            **{f"{package}.{p.stem}": f"{package}/{p.name}" for package in ("tf1", "benchmarks")
+               for p in sorted((ROOT / package).glob("*.py")) if "app.run(" in p.read_text()}}
 # Flags the shared definers of `crossgrad.benchmarks.timing` make.
 SHARED = {"define_common_flags": ("quick", "json")}
 
