@@ -27,6 +27,7 @@ from crossgrad.registry.opdef import OpDef
 NAME = "jax"
 VERSION = jax.__version__
 MODES = ("eager", "jit")
+ARRAY_MODULES = ("jax", "jaxlib")  # jax.Array and tracers (protocol.Arrays).
 EXTRA_MODES = ("export",)  # Run when asked for: a jax.export round trip.
 UNSUPPORTED_CHECKS = {("jvp", "export"): "jax.export serialises reverse-mode derivatives "
                                          "(vjp_order), not forward mode"}
@@ -237,6 +238,16 @@ def _platform_devices(platform: str) -> list:
     return []
 
 
+def set_cpu_device_count(count: int) -> int:
+  """Splits the host CPU into ``count`` devices; before JAX first runs only (then it keeps
+  its count, which this returns)."""
+  try:
+    jax.config.update("jax_num_cpu_devices", count)
+  except RuntimeError:  # Already initialised.
+    return len(jax.devices("cpu"))
+  return count
+
+
 def devices() -> list[str]:
   """Every device JAX sees, as ``platform:index`` (CPU first)."""
   return [f"{p}:{i}" for p in PLATFORMS for i, _ in enumerate(_platform_devices(p))]
@@ -247,12 +258,15 @@ def find_device(name: str):
   return _platform_devices(platform)[int(index)]
 
 
+_WIDE = ("float64", "int64", "uint64", "complex128")  # JAX makes these 32-bit without x64.
+
+
 @contextlib.contextmanager
 def precision_scope(arrays: Sequence[np.ndarray], float32: str | None = None):
   """Enables 64-bit types for this scope only where the arrays need them; with
   ``float32="highest"``, ``jax.default_matmul_precision("highest")`` too (JAX's default
   uses TF32 or bfloat16 passes for float32 matmuls on recent GPUs)."""
-  wide = any(np.asarray(a).dtype.itemsize == 8 for a in arrays if a is not None)
+  wide = any(np.asarray(a).dtype.name in _WIDE for a in arrays if a is not None)
   with contextlib.ExitStack() as stack:
     if wide:
       stack.enter_context(jax.enable_x64(True))

@@ -96,12 +96,54 @@ def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
 get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
 
 
+COMPUTE_DTYPES = {"bfloat16": np.float32}  # What the reference computes these dtypes in.
+
+
+def _is_bfloat16(x: Any) -> bool:
+  return isinstance(x, np.ndarray) and x.dtype.name in COMPUTE_DTYPES
+
+
+def _computed_wider(fn: Callable[..., Any]) -> Callable[..., Any]:
+  """``vjp`` for bfloat16 inputs: NumPy has no bfloat16 arithmetic of its own (ml_dtypes
+  stores it; mixing it with Python numbers gives float32), so the reference computes in
+  float32 and rounds each output and cotangent to bfloat16 once: the result of a framework
+  that keeps bfloat16 arrays and accumulates in float32 (docs/dtypes.md). An output whose
+  dtype a static ``dtype`` parameter chooses (float32 from bfloat16 inputs: declared mixed
+  precision) keeps it."""
+  @functools.wraps(fn)
+  def vjp_of(op, *inputs, **params):
+    low = [_is_bfloat16(x) for x in inputs]
+    if not any(low):
+      return fn(op, *inputs, **params)
+    narrow = inputs[low.index(True)].dtype
+    wide = COMPUTE_DTYPES[narrow.name]
+    outputs, vjp_fn = fn(op, *(x.astype(wide) if b else x for x, b in zip(inputs, low)),
+                         **params)
+    chosen = params.get("dtype")  # A `dtype` parameter chooses the outputs' dtype: kept.
+    rounded_out = lambda x: x.astype(narrow) if x.dtype == wide and chosen != x.dtype else x
+    rounded = lambda x: x.astype(narrow) if x is not None and x.dtype == wide else x
+
+    def rounded_vjp(g):
+      g = tuple(None if u is None else np.asarray(u).astype(wide) if _is_bfloat16(np.asarray(u))
+                else u for u in validation.as_tuple(g))
+      cts = vjp_fn(g if isinstance(outputs, tuple) else g[0])
+      return tuple(rounded(c) if b else c for c, b in zip(cts, low))
+
+    if isinstance(outputs, tuple):
+      return tuple(rounded_out(o) for o in outputs), rounded_vjp
+    return rounded_out(outputs), rounded_vjp
+  return vjp_of
+
+
+@_computed_wider
 def vjp(op: str | OpDef, *inputs: Any, **params: Any):
   """Like `jax.vjp` for the reference: returns ``(outputs, vjp_fn)``.
 
   ``vjp_fn(g)`` takes a cotangent shaped like ``outputs`` (a tuple for several
   outputs, None for integer ones) and returns one cotangent per input (None for
-  non-differentiable inputs), validated like every backend's.
+  non-differentiable inputs), validated like every backend's. bfloat16 is computed in
+  float32 and rounded (`_computed_wider`); complex ops follow JAX's convention, as their
+  backward is written.
   """
   core = get(op, **params).core
   result = core.forward(core.prepare(inputs))

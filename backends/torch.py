@@ -38,6 +38,7 @@ from crossgrad.registry.opdef import OpDef
 NAME = "torch"
 VERSION = torch.__version__
 MODES = ("eager", "compile")
+ARRAY_MODULES = ("torch",)  # torch.Tensor (protocol.Arrays).
 EXTRA_MODES = ()  # No export round trip yet.
 TRANSFORMS = ("vmap",)
 UNSUPPORTED_CHECKS = {
@@ -270,8 +271,11 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
   return [_tensor(x, like) for x in inputs]
 
 
+# Its complex gradients are the conjugates of JAX's VJP: the op core converts a complex
+# op's backward, the cross-check converts back (docs/dtypes.md).
+CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(NAME, xp, spec_of, to_arrays=_to_tensors, scope=_device_scope,
-                        conjugate_complex=True)  # torch's gradients: docs/dtypes.md.
+                        conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS)
 
 
 def _inexact(x: torch.Tensor) -> bool:
@@ -408,11 +412,12 @@ get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
 _cpu_devices = 1
 
 
-def set_cpu_device_count(count: int) -> None:
+def set_cpu_device_count(count: int) -> int:
   """Names the host CPU ``cpu:0`` ... ``cpu:count-1`` (one torch device, as TF's logical
   CPU devices share one CPU), so cross-device rows run without accelerators."""
   global _cpu_devices
   _cpu_devices = int(count)
+  return _cpu_devices
 
 
 def devices() -> list[str]:

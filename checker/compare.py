@@ -17,8 +17,57 @@ import numpy as np
 
 from crossgrad.registry.errors import CrossgradError
 
-TOLERANCE = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-5, "float64": 1e-12}
+EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+# The low-precision dtypes' default tolerances, in ULPs of the dtype at the largest element
+# compared (docs/dtypes.md): frameworks round intermediate results differently (per op in
+# TensorFlow and torch, per fused chain under XLA), a few ULPs of 8 or 11 significant bits.
+ULPS = {"float16": 10, "bfloat16": 4}
+# Relative errors; float32's is about 84 ULPs, float64's about 4500.
+TOLERANCE = {"float32": 1e-5, "float64": 1e-12, **{d: n * EPS[d] for d, n in ULPS.items()}}
 BITWISE = "bitwise"
+
+
+def dtype_of(name: str) -> np.dtype:
+  """A NumPy dtype by name; bfloat16 is ml_dtypes' (installed with JAX and TensorFlow)."""
+  if name == "bfloat16":
+    import ml_dtypes  # pylint: disable=g-import-not-at-top  # Only where bfloat16 is asked.
+    return np.dtype(ml_dtypes.bfloat16)
+  return np.dtype(name)
+
+
+def finfo(dtype: Any):
+  """`np.finfo`, bfloat16 included (ml_dtypes' finfo)."""
+  dtype = np.dtype(dtype)
+  if dtype.name == "bfloat16":
+    import ml_dtypes  # pylint: disable=g-import-not-at-top
+    return ml_dtypes.finfo(dtype)
+  return np.finfo(dtype)
+
+
+def is_floating(dtype: Any) -> bool:
+  """Real floating, bfloat16 (ml_dtypes, not a NumPy floating subtype) included."""
+  dtype = np.dtype(dtype)
+  return np.issubdtype(dtype, np.floating) or dtype.name == "bfloat16"
+
+
+def is_inexact(dtype: Any) -> bool:
+  """Floating or complex: what carries a gradient."""
+  return is_floating(dtype) or np.issubdtype(np.dtype(dtype), np.complexfloating)
+
+
+def as_real(x: np.ndarray) -> np.ndarray:
+  """A complex array as its real and imaginary parts (a trailing axis of 2, of the real
+  dtype of the same precision); other arrays unchanged. Complex values are compared, and
+  differentiated by finite differences, as these pairs of reals."""
+  x = np.asarray(x)
+  if not np.issubdtype(x.dtype, np.complexfloating):
+    return x
+  return np.stack([x.real, x.imag], axis=-1)
+
+
+def as_complex(x: np.ndarray) -> np.ndarray:
+  """`as_real`'s inverse: a trailing axis of (real, imaginary) as complex."""
+  return x[..., 0] + 1j * x[..., 1]
 
 
 def tolerance_for(dtype: str, tolerance: str | float | None = None) -> float:
@@ -73,7 +122,7 @@ def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
   finite value. Integer arrays: the absolute difference.
   """
   actual, expected = np.asarray(actual), np.asarray(expected)
-  if not np.issubdtype(expected.dtype, np.floating) and expected.dtype.name != "bfloat16":
+  if not is_floating(expected.dtype):
     return np.abs(actual.astype(np.float64) - expected.astype(np.float64))
   a, e = _ordered(actual), _ordered(expected)
   same_side = (a >= 0) == (e >= 0)
@@ -126,7 +175,7 @@ def mismatches(actual: np.ndarray, expected: np.ndarray, tolerance: float,
   actual, expected = np.asarray(actual), np.asarray(expected)
   if bitwise:
     return ~bitwise_equal(actual, expected)
-  if not (np.issubdtype(expected.dtype, np.floating) or expected.dtype.name == "bfloat16"):
+  if not is_floating(expected.dtype):
     return actual != expected
   return _class_mismatch(actual, expected) | (_robust_errors(actual, expected) > tolerance)
 
@@ -135,7 +184,7 @@ def what_differs(actual: np.ndarray, expected: np.ndarray, where: np.ndarray) ->
   """Words for the differences at the elements ``where``: "NaN vs a number", "infinity",
   "finite value", "signed zero" (bitwise only) or "integer value"."""
   actual, expected = np.asarray(actual)[where], np.asarray(expected)[where]
-  if not np.issubdtype(expected.dtype, np.floating):
+  if not is_floating(expected.dtype):
     return {"integer value"} if actual.size else set()
   nan = np.isnan(actual) != np.isnan(expected)
   inf = ~nan & _class_mismatch(actual, expected)
@@ -171,11 +220,11 @@ def flush_subnormals(actual: np.ndarray, expected: np.ndarray):
   intermediates (``b * x`` in ``a * y + b * x``) into zeros, losing that much and the sign
   of the zero. (0.0 against -0.0 alone is no flush: see `unsigned_zeros`.)"""
   actual, expected = np.asarray(actual), np.asarray(expected)
-  if not np.issubdtype(expected.dtype, np.floating) or actual.shape != expected.shape:
+  if not is_floating(expected.dtype) or actual.shape != expected.shape:
     return actual, expected
   with np.errstate(over="ignore", invalid="ignore"):
     gap = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
-  close = (gap <= FLUSH_SLACK * float(np.finfo(expected.dtype).tiny)) & (actual != expected)
+  close = (gap <= FLUSH_SLACK * float(finfo(expected.dtype).tiny)) & (actual != expected)
   zero = np.zeros((), expected.dtype)
   return np.where(close, zero, actual), np.where(close, zero, expected)
 
@@ -255,9 +304,10 @@ def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference
       return _mismatch(f"{name}: dtype {a.dtype}, {reference} {e.dtype}")
     if a.shape != e.shape:
       return _mismatch(f"{name}: shape {a.shape}, {reference} {e.shape}")
+    a, e = as_real(a), as_real(e)  # Complex: real and imaginary parts, last axis.
     distance = ulp_distance(a, e).reshape(-1)
     ulps = max(ulps, float(np.max(distance, initial=0.0)))
-    floating = np.issubdtype(e.dtype, np.floating) or e.dtype.name == "bfloat16"
+    floating = is_floating(e.dtype)
     if elementwise and floating:
       errors = np.where(_class_mismatch(a, e), np.inf, _robust_errors(a, e)).reshape(-1)
       err, at = float(np.max(errors, initial=0.0)), int(np.argmax(errors)) if a.size else 0

@@ -46,9 +46,43 @@ def _default_backends() -> list[str]:
   return base.default_backends()
 
 
-def _cast_inputs(inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray]:
-  """Floating inputs cast to ``dtype``; integer inputs (indices, labels) unchanged."""
-  return [x.astype(dtype) if np.issubdtype(x.dtype, np.floating) else x for x in inputs]
+COMPLEX_OF = {"float32": "complex64", "float64": "complex128"}  # Same precision.
+COMPLEX_NOT_COVERED = ("complex inputs: forward and vjp rows only; no jvp, second-order, "
+                       "transformation or special-value rows yet (docs/dtypes.md)")
+
+
+def _cast_inputs(inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray] | None:
+  """Floating inputs cast to ``dtype``, complex ones to the complex dtype of its precision
+  (`COMPLEX_OF`); integer inputs (indices, labels) unchanged. None where a complex input
+  has no complex dtype of that precision (float16, bfloat16)."""
+  if any(np.iscomplexobj(x) for x in inputs) and dtype not in COMPLEX_OF:
+    return None
+  return [x.astype(compare.dtype_of(dtype)) if compare.is_floating(x.dtype)
+          else x.astype(COMPLEX_OF[dtype]) if np.iscomplexobj(x) else x for x in inputs]
+
+
+def _random_like(rng: np.random.Generator, o: np.ndarray) -> np.ndarray | None:
+  """A random cotangent for output ``o`` (complex where it is), None for an integer one."""
+  if not compare.is_inexact(o.dtype):
+    return None
+  if np.iscomplexobj(o):
+    return (rng.standard_normal(o.shape) + 1j * rng.standard_normal(o.shape)).astype(o.dtype)
+  return rng.standard_normal(o.shape).astype(o.dtype)
+
+
+def _conjugated(arrays: Sequence[Any]) -> list[Any]:
+  return [np.conj(a) if a is not None and np.iscomplexobj(a) else a for a in arrays]
+
+
+def _evaluate(module, op: OpDef, params: dict, inputs, cotangent, *, device: str, mode: str):
+  """``module.evaluate``, its cotangents in JAX's convention, the reference's: a backend
+  whose complex gradients are conjugated (``CONJUGATE_COMPLEX_GRADIENTS``: TensorFlow,
+  torch) gets the conjugate cotangent and its cotangents are conjugated back."""
+  if not (op.allow_complex and getattr(module, "CONJUGATE_COMPLEX_GRADIENTS", False)):
+    return module.evaluate(op, params, inputs, cotangent, device=device, mode=mode)
+  outputs, cts = module.evaluate(op, params, inputs, _conjugated(cotangent), device=device,
+                                 mode=mode)
+  return outputs, tuple(_conjugated(cts))
 
 
 def _sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray]:
@@ -79,32 +113,37 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
   inputs = _cast_inputs(inputs, "float64")
   context = RowContext(op.name, _params_label(params), "numpy", "cpu:0", "float64", "eager")
 
-  def floating(outputs):
-    return [o for o in validation.as_tuple(outputs) if np.issubdtype(o.dtype, np.floating)]
+  def floating(outputs):  # Complex ones as pairs of reals: finite differences see R^2n.
+    return [compare.as_real(o) for o in validation.as_tuple(outputs)
+            if compare.is_inexact(o.dtype)]
 
   def row(check, function, argnums, must_pass, note_fn):
     """Checks the cotangents of ``argnums`` against finite differences of ``function``."""
     def with_varied(varied):
       full = list(inputs)
       for i, x in zip(argnums, varied):
-        full[i] = x
+        full[i] = compare.as_complex(x) if np.iscomplexobj(inputs[i]) else x
       return full
 
     def target(varied):
       return floating(function(reference.xp, *with_varied(varied), **params))
 
     def vjp(varied, cotangents):
+      """The real gradient: for complex arrays, in JAX's convention, conj(B(conj(c)))."""
       outputs, vjp_fn = reference.vjp(op, *with_varied(varied), **params)
       it = iter(cotangents)
-      g = tuple(next(it) if np.issubdtype(o.dtype, np.floating) else None
-                for o in validation.as_tuple(outputs))
-      cts = vjp_fn(g if isinstance(outputs, tuple) else g[0])
-      return [cts[i] for i in argnums]
+      g = [None] * len(validation.as_tuple(outputs))
+      for k, o in enumerate(validation.as_tuple(outputs)):
+        if compare.is_inexact(o.dtype):
+          g[k] = np.conj(compare.as_complex(next(it))) if np.iscomplexobj(o) else next(it)
+      cts = _conjugated(vjp_fn(tuple(g) if isinstance(outputs, tuple) else g[0]))
+      return [compare.as_real(cts[i]) for i in argnums]
 
     names = "inputs " + ", ".join(op.input_names[i] for i in argnums)
     start = time.perf_counter()
     try:
-      err, how = finite_diff.vjp_error(target, vjp, [inputs[i] for i in argnums],
+      err, how = finite_diff.vjp_error(target, vjp, [compare.as_real(inputs[i])
+                                                     for i in argnums],
                                        np.random.default_rng(seed))
     except Exception as e:  # pylint: disable=broad-except  # Informational rows stay so.
       return context.row(check, None, finite_diff.TOLERANCE, not must_pass, _first_line(e),
@@ -310,8 +349,13 @@ def _op_rows(op: OpDef, counter: str, inputs, dtypes, reference, modules,
     rows.extend(finite_difference_rows(op, params, op_inputs, settings.seed))
     second = _second_sample(op, settings.seed, params) if inputs is None else None
     for dtype in dtypes:
-      rows.extend(_dtype_rows(op, params, label, _cast_inputs(op_inputs, dtype), dtype,
-                              reference, modules, settings,
+      cast = _cast_inputs(op_inputs, dtype)
+      if cast is None:
+        rows.append(RowContext(op.name, label, "numpy", "cpu:0", dtype, "-").row(
+            Check.SKIPPED, ok=True, note=f"complex inputs: no complex dtype of {dtype}'s "
+            "precision (complex64 is checked with float32, complex128 with float64)"))
+        continue
+      rows.extend(_dtype_rows(op, params, label, cast, dtype, reference, modules, settings,
                               second and _cast_inputs(second, dtype)))
   return rows
 
@@ -341,6 +385,11 @@ class _Target:
   bitwise: bool
 
   @property
+  def is_complex(self) -> bool:
+    """Complex inputs or outputs: rows beyond forward and vjp are not covered yet."""
+    return any(np.iscomplexobj(x) for x in (*self.inputs, *self.outputs))
+
+  @property
   def names(self) -> tuple[list[str], list[str]]:
     return ([f"output {i}" for i in range(len(self.outputs))],
             [f"d{name}" for name in self.op.input_names])
@@ -354,8 +403,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: 
   try:
     outputs, vjp_fn = reference.vjp(op, *inputs, **params)
     ref_outputs = validation.as_tuple(outputs)
-    cotangent = [rng.standard_normal(o.shape).astype(o.dtype)
-                 if np.issubdtype(o.dtype, np.floating) else None for o in ref_outputs]
+    cotangent = [_random_like(rng, o) for o in ref_outputs]
     ref_cts = vjp_fn(tuple(cotangent) if isinstance(outputs, tuple) else cotangent[0])
   except Exception as e:  # pylint: disable=broad-except
     return [numpy_context.row(Check.REFERENCE, note=_first_line(e))]
@@ -363,7 +411,8 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: 
   tolerance = compare.tolerance_for(dtype, settings.tolerance)
   strict = settings.special == "strict"
   case = None
-  if settings.special and modules:
+  complex_case = any(np.iscomplexobj(x) for x in (*inputs, *ref_outputs))
+  if settings.special and modules and not complex_case:
     try:
       case = special_values.prepare(op, params, inputs, dtype, reference, settings.seed)
     except Exception as e:  # pylint: disable=broad-except
@@ -389,7 +438,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: 
         rows += mode_rows
         eager = results if mode == module.MODES[0] and results else eager
       transforms = higher_order.transforms_of(module, settings.modes)
-      if transforms:
+      if transforms and not complex_case:
         settings.say(f"  {op.name} {label} {dtype} {name} {device} {', '.join(transforms)}")
         rows.extend(higher_order.transform_rows(higher, name, module, device, transforms,
                                                second))
@@ -408,8 +457,8 @@ def _mode_rows(target: _Target, context: RowContext, module, settings: _Settings
   settings.say(f"  {where} {context.mode}")
 
   def run():
-    return module.evaluate(op, target.params, target.inputs, target.cotangent,
-                           device=context.device, mode=context.mode)
+    return _evaluate(module, op, target.params, target.inputs, target.cotangent,
+                     device=context.device, mode=context.mode)
 
   started = time.perf_counter()
   try:
@@ -439,6 +488,8 @@ def _mode_rows(target: _Target, context: RowContext, module, settings: _Settings
     # Export round trips are compared with eager (``round_trip``), which has these.
     rows.append(special_values.row(op, target.params, context, module, target.case,
                                    tolerance, bitwise, settings.special == "strict"))
+  if target.is_complex:
+    return rows + [context.row(Check.SKIPPED, ok=True, note=COMPLEX_NOT_COVERED)], results
   if hasattr(module, "evaluate_higher_order"):  # Else skipped rows say why.
     settings.say(f"  {where} {context.mode}: jvp, second order")
   rows.extend(higher_order.mode_rows(target.higher, context.backend, module, context.device,

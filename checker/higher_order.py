@@ -36,6 +36,7 @@ import numpy as np
 
 from crossgrad.backends import base
 from crossgrad.checker import finite_diff
+from crossgrad.checker.compare import is_floating
 from crossgrad.checker.report import Check, Row, RowContext
 from crossgrad.registry import validation
 from crossgrad.registry.opdef import OpDef
@@ -121,12 +122,12 @@ def _directions(op: OpDef, inputs, rng) -> list[np.ndarray | None]:
 
 def _wide(arrays) -> list[np.ndarray | None]:
   return [None if a is None else np.asarray(a, np.float64)
-          if np.issubdtype(np.asarray(a).dtype, np.floating) else np.asarray(a) for a in arrays]
+          if is_floating(np.asarray(a).dtype) else np.asarray(a) for a in arrays]
 
 
 def _floating(outputs) -> list[np.ndarray]:
   return [np.asarray(o, np.float64) for o in validation.as_tuple(outputs)
-          if np.issubdtype(np.asarray(o).dtype, np.floating)]
+          if is_floating(np.asarray(o).dtype)]
 
 
 def _step(arrays) -> float:
@@ -221,7 +222,7 @@ def reference_jvp(op: OpDef, params: dict, inputs, tangents, rng) -> Reference:
 
   def per_output(arrays):
     it = iter(arrays)
-    return [next(it) if np.issubdtype(np.asarray(o).dtype, np.floating) else None
+    return [next(it) if is_floating(np.asarray(o).dtype) else None
             for o in outputs]
 
   if not rest:
@@ -393,7 +394,7 @@ def transform_rows(case: Case, backend: str, module: Any, device: str, transform
     out, vjp_fn = reference.vjp(op, *example, **case.params)
     outs = validation.as_tuple(out)
     cot = [rng.standard_normal(o.shape).astype(o.dtype)
-           if np.issubdtype(o.dtype, np.floating) else None for o in outs]
+           if is_floating(o.dtype) else None for o in outs]
     cts = vjp_fn(tuple(cot) if isinstance(out, tuple) else cot[0])
     outputs.append(outs)
     cotangents.append(cot)

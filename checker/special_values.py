@@ -63,14 +63,13 @@ def policy(special: bool | str, argument: str = "special") -> str | None:
                        actual=repr(special))
 
 
-def _floating(dtype: np.dtype) -> bool:
-  return np.issubdtype(dtype, np.floating)
+_floating = compare.is_floating
 
 
 def values(op: OpDef, params: dict, dtype: str) -> np.ndarray:
   """The special values for ``op`` at ``params`` in ``dtype``, most telling first, unique."""
-  dtype = np.dtype(dtype)
-  info = np.finfo(dtype)
+  dtype = compare.dtype_of(dtype)
+  info = compare.finfo(dtype)
   found = [np.nan, np.inf, -np.inf, -0.0, 0.0, info.max, -info.max, info.tiny, -info.tiny]
   for edge in (op.edge_samples(**params) if op.edge_samples is not None else ()):
     edge = dtype.type(edge)
@@ -110,7 +109,9 @@ def _read_as_zero(x: np.ndarray) -> np.ndarray:
   """Subnormals made zeros of their sign, as a DAZ processor reads them."""
   if not _floating(x.dtype):
     return x
-  return np.where(np.abs(x) < np.finfo(x.dtype).tiny, np.copysign(np.zeros((), x.dtype), x), x)
+  with np.errstate(invalid="ignore"):  # NaN (ml_dtypes' bfloat16 warns where NumPy does not).
+    subnormal = np.abs(x) < compare.finfo(x.dtype).tiny
+  return np.where(subnormal, np.copysign(np.zeros((), x.dtype), x), x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +163,7 @@ def _extreme(x: np.ndarray) -> np.ndarray:
   """Where a floating input is not finite or at its dtype's extremes."""
   if not _floating(x.dtype):
     return np.zeros(x.shape, bool)
-  info, magnitude = np.finfo(x.dtype), np.abs(x)
+  info, magnitude = compare.finfo(x.dtype), np.abs(x)
   return ~np.isfinite(x) | (magnitude == info.max) | (magnitude == info.tiny)
 
 

@@ -30,7 +30,6 @@ import tensorflow as tf
 from crossgrad.registry import op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
-from crossgrad.registry.opdef import _function_key
 from crossgrad.tf1 import drop_in
 from crossgrad.tf1 import jax_twin
 from crossgrad.tf1 import legacy
@@ -196,6 +195,7 @@ class _Port:
     return list(self._tf_call(self._tf_forward, "the TF forward")(*inputs))
 
   def run_forward(self, xp, inputs, params):
+    inputs = _legacy_arrays(xp, inputs)
     if self.kind == "op_type":
       outputs = [self.forward.forward(xp, *inputs, **params)]
     elif self.kind == "tensorflow":
@@ -291,11 +291,20 @@ class _Port:
     upstream = (g,) if self.num_outputs == 1 else tuple(g)
     upstream = [xp.zeros_like(o) if u is None else u for u, o in zip(upstream, outputs)]
     if xp.backend == "tensorflow":
+      inputs, outputs, upstream = (_legacy_arrays(xp, a) for a in (inputs, outputs, upstream))
       return tuple(self.tf_grads(inputs, outputs, upstream))
     flat = (*inputs, *outputs, *upstream)
     diff = iter(self._numpy_flat(*flat) if xp.backend == "numpy" else
                 self.jax_grads(xp, flat))
     return tuple(None if i in self.nondiff else next(diff) for i in range(self.n_inputs))
+
+
+def _legacy_arrays(xp, arrays):
+  """TensorFlow's own tensors for legacy TF code, which reads TensorShapes: an op's body in
+  TensorFlow holds the standard's array object, which converts through ``__tf_tensor__``."""
+  if xp.backend != "tensorflow":
+    return arrays
+  return [tf.convert_to_tensor(x) for x in arrays]
 
 
 def _kind(name, forward, grad, framework):
@@ -471,18 +480,11 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
       backward_not_differentiable=_not_differentiable(kind, grad, jax_backward),
       special_differences=_OP_TYPE_DIFFERENCES if kind == "op_type" else {})
   op_forward.port = impl
+  op_forward.defined_by = (forward, grad)  # What `register` compares: the legacy pair.
   if sample is not None and kind == "numpy":
     _check_deterministic(impl, sample)
   if not register:
     return op
-  if name in op_registry.names():
-    # Every port shares `op_forward`'s code, so compare the legacy functions instead.
-    existing = getattr(op_registry.get(name).forward, "port", None)
-    if existing is None or [_function_key(f) for f in (existing.forward, existing.grad)] != [
-        _function_key(f) for f in (forward, grad)]:
-      raise CrossgradError("name already registered with a different definition", op=name,
-                           argument="name", hint="Pick another name, or unregister the old op first")
-    return op_registry.get(name)
   return op_registry.register(op)
 
 
