@@ -94,6 +94,9 @@ xp = Namespace(NAME, tensorflow_array_api, extensions={
 })
 
 
+tensorflow_array.bind(xp)
+
+
 def spec_of(x: Any) -> validation.ArraySpec:
   shape = x.shape
   dims = None if shape.rank is None else tuple(shape.as_list())

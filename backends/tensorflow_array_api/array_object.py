@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 _ENABLED = [True]
+_BODY = [None]
 
 
 @contextlib.contextmanager
@@ -277,10 +278,15 @@ def unwrap(tree: Any) -> Any:
 _XP = [None]
 
 
+def bind(xp: Any) -> None:
+  """Sets the namespace (``crossgrad.tensorflow.xp``) the operators and bodies call."""
+  _XP[0] = xp
+  _BODY[0] = BodyNamespace(xp)
+
+
 def _load_xp():
-  from crossgrad.backends import tensorflow  # pylint: disable=import-outside-toplevel
-  _XP[0] = tensorflow.xp
-  return _XP[0]
+  raise RuntimeError("array_object.bind(xp) is called by crossgrad.backends.tensorflow; "
+                     "import it first")
 
 
 class BodyNamespace:
@@ -311,11 +317,6 @@ def _arrays_in_and_out(fn):
   return call
 
 
-_BODY = [None]
-
-
 def body_namespace() -> BodyNamespace:
   """The ``xp`` of an op's body (one instance)."""
-  if _BODY[0] is None:
-    _BODY[0] = BodyNamespace(_XP[0] or _load_xp())
-  return _BODY[0]
+  return _BODY[0] or _load_xp()
