@@ -10,6 +10,7 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
   ``torch.result_type``, which Dynamo refuses ("torch.* op returned non-Tensor"); here the
   dtype is decided in Python (``torch.promote_types``), and the scalar becomes a tensor of
   that dtype (so ``maximum(0.5, x)`` and ``logaddexp(x, 0.0)`` work in every mode).
+- ``remainder`` of floats: a zero result has ``x2``'s sign, as Python's ``%``.
 - ``sign``: NaN stays NaN, complex ``x / |x|`` with ``sign(0) = 0``, by ``where``
   (array_api_compat assigns through a boolean mask, which vmap refuses).
 - ``take_along_axis``, ``searchsorted``'s ``sorter``, ``repeat``'s ``repeats``: indices of
@@ -99,6 +100,18 @@ BINARY = ("add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or",
           "nextafter", "not_equal", "pow", "remainder", "subtract")
 
 
+_torch_remainder = _binary(compat.remainder)
+
+
+def remainder(x1, x2, /):
+  """A zero result has ``x2``'s sign (Python's ``%``; torch's keeps ``x1``'s)."""
+  out = _torch_remainder(x1, x2)
+  if not out.dtype.is_floating_point:
+    return out
+  divisor = x2 if isinstance(x2, torch.Tensor) else torch.tensor(x2, dtype=out.dtype)
+  return torch.where(out == 0, torch.copysign(torch.zeros_like(out), divisor), out)
+
+
 def sign(x, /):
   if x.dtype.is_complex:
     return torch.where(x == 0, torch.zeros_like(x), x / torch.abs(x))
@@ -163,9 +176,9 @@ def __array_namespace_info__():  # pylint: disable=invalid-name
 
 
 FIXES = {
-    "__array_namespace_info__": __array_namespace_info__,
+    "__array_namespace_info__": __array_namespace_info__, "remainder": remainder,
     "finfo": finfo, "iinfo": iinfo,
     "result_type": result_type, "sign": sign, "take_along_axis": take_along_axis,
     "searchsorted": searchsorted, "repeat": repeat,
-    **{name: _binary(getattr(compat, name)) for name in BINARY},
+    **{name: _binary(getattr(compat, name)) for name in BINARY if name != "remainder"},
 }
