@@ -23,7 +23,6 @@ import numpy as np
 import tensorflow as tf
 
 _ENABLED = [True]
-_BODY = [None]
 
 
 @contextlib.contextmanager
@@ -134,7 +133,7 @@ _BASIC = (int, slice, type(Ellipsis), type(None))
 
 
 def _call(name, *args):
-  return wrap(getattr(_XP[0] or _load_xp(), name)(*unwrap(args)))
+  return wrap(getattr(_namespace(), name)(*unwrap(args)))
 
 
 def _binary(name):
@@ -278,15 +277,18 @@ def unwrap(tree: Any) -> Any:
 _XP = [None]
 
 
-def bind(xp: Any) -> None:
-  """Sets the namespace (``crossgrad.tensorflow.xp``) the operators and bodies call."""
+def use_namespace(xp: Any) -> None:
+  """Makes ``xp`` (``crossgrad.tensorflow.xp``, handed over by the backend as it loads) the
+  namespace the array's methods and op bodies call."""
   _XP[0] = xp
-  _BODY[0] = BodyNamespace(xp)
+  _BODY[0] = None
 
 
-def _load_xp():
-  raise RuntimeError("array_object.bind(xp) is called by crossgrad.backends.tensorflow; "
-                     "import it first")
+def _namespace() -> Any:
+  if _XP[0] is None:
+    raise RuntimeError("the TensorFlow backend is not loaded: load it (crossgrad.tensorflow) "
+                       "before using its array object")
+  return _XP[0]
 
 
 class BodyNamespace:
@@ -317,6 +319,11 @@ def _arrays_in_and_out(fn):
   return call
 
 
+_BODY = [None]
+
+
 def body_namespace() -> BodyNamespace:
   """The ``xp`` of an op's body (one instance)."""
-  return _BODY[0] or _load_xp()
+  if _BODY[0] is None:
+    _BODY[0] = BodyNamespace(_namespace())
+  return _BODY[0]
