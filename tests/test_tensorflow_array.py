@@ -10,7 +10,6 @@ import pytest
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.backends import tensorflow as _backend  # pylint: disable=unused-import
 from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
 from crossgrad.benchmarks import hlo
 from crossgrad.registry.ops import BUILTIN
