@@ -10,10 +10,13 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
   ``torch.result_type``, which Dynamo refuses ("torch.* op returned non-Tensor"); here the
   dtype is decided in Python (``torch.promote_types``), and the scalar becomes a tensor of
   that dtype (so ``maximum(0.5, x)`` and ``logaddexp(x, 0.0)`` work in every mode).
+- ``remainder`` of floats: a zero result has ``x2``'s sign, as Python's ``%``.
 - ``sign``: NaN stays NaN, complex ``x / |x|`` with ``sign(0) = 0``, by ``where``
   (array_api_compat assigns through a boolean mask, which vmap refuses).
 - ``take_along_axis``, ``searchsorted``'s ``sorter``, ``repeat``'s ``repeats``: indices of
   any integer dtype (torch wants int64: "dtype of indices should be Long but got Int").
+- ``result_type`` of two integer dtypes: the standard's table also for uint16/32/64.
+- ``__array_namespace_info__().devices()``: a list, as 2024.12 asks.
 - ``finfo``, ``iinfo``: ``dtype`` is the torch dtype (array_api_compat: its name), finfo's
   numbers Python floats and its dtype the real one.
 """
@@ -22,8 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 
 import array_api_compat.torch as compat
+import numpy as np
 import torch
 
 from crossgrad.registry import numpy_like
@@ -60,8 +65,17 @@ def result_type(*arrays_and_dtypes):
             for a in arrays_and_dtypes if not isinstance(a, _KINDS)]
   if not dtypes:
     raise ValueError("result_type needs at least one array or dtype")
-  out = functools.reduce(torch.promote_types, dtypes)
+  out = functools.reduce(_promote, dtypes)
   return functools.reduce(_with_scalar, scalars, out)
+
+
+def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
+  """torch's promotion, but integers by the standard's table (NumPy's), which torch lacks for
+  uint16, uint32 and uint64."""
+  if _kind(a) in (bool, int) and _kind(b) in (bool, int) and a != b:
+    name = np.result_type(str(a).removeprefix("torch."), str(b).removeprefix("torch.")).name
+    return getattr(torch, name)
+  return torch.promote_types(a, b)
 
 
 def _binary(f):
@@ -84,6 +98,18 @@ BINARY = ("add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or",
           "greater", "greater_equal", "hypot", "less", "less_equal", "logaddexp",
           "logical_and", "logical_or", "logical_xor", "maximum", "minimum", "multiply",
           "nextafter", "not_equal", "pow", "remainder", "subtract")
+
+
+_torch_remainder = _binary(compat.remainder)
+
+
+def remainder(x1, x2, /):
+  """A zero result has ``x2``'s sign (Python's ``%``; torch's keeps ``x1``'s)."""
+  out = _torch_remainder(x1, x2)
+  if not out.dtype.is_floating_point:
+    return out
+  divisor = x2 if isinstance(x2, torch.Tensor) else torch.tensor(x2, dtype=out.dtype)
+  return torch.where(out == 0, torch.copysign(torch.zeros_like(out), divisor), out)
 
 
 def sign(x, /):
@@ -140,9 +166,19 @@ def iinfo(type, /):  # pylint: disable=redefined-builtin
   return IInfo(int(info.bits), int(info.max), int(info.min), dtype)
 
 
+def __array_namespace_info__():  # pylint: disable=invalid-name
+  """array_api_compat's, with ``devices()`` a list (2024.12; a tuple from 2025.12)."""
+  info = compat.__array_namespace_info__()
+  return types.SimpleNamespace(
+      capabilities=info.capabilities, default_device=info.default_device,
+      default_dtypes=info.default_dtypes, dtypes=info.dtypes,
+      devices=lambda: list(info.devices()))
+
+
 FIXES = {
+    "__array_namespace_info__": __array_namespace_info__, "remainder": remainder,
     "finfo": finfo, "iinfo": iinfo,
     "result_type": result_type, "sign": sign, "take_along_axis": take_along_axis,
     "searchsorted": searchsorted, "repeat": repeat,
-    **{name: _binary(getattr(compat, name)) for name in BINARY},
+    **{name: _binary(getattr(compat, name)) for name in BINARY if name != "remainder"},
 }

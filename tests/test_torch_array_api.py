@@ -91,3 +91,14 @@ def test_indices_of_any_integer_dtype(mode, index_dtype):
   for fn, args in cases:
     out = _modes(lambda *t, fn=fn: fn(xp, *t))[mode](*map(torch.from_numpy, args))
     np.testing.assert_array_equal(out.numpy(), fn(nxp, *args))
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
+def test_remainder_zero_has_the_divisor_sign(mode):
+  x1 = np.array([-0.0, 0.0, 4.0, -4.0, 5.0, -5.5])
+  x2 = np.array([5.0, -5.0, -2.0, 2.0, 3.0, 2.0])
+  out = _modes(xp.remainder)[mode](torch.from_numpy(x1), torch.from_numpy(x2))
+  np.testing.assert_array_equal(np.signbit(out.numpy()), np.signbit(np.remainder(x1, x2)))
+  np.testing.assert_array_equal(out.numpy(), np.remainder(x1, x2))
+  assert np.signbit(xp.remainder(torch.tensor([-0.0]), 2.0).numpy()[0]) == np.signbit(
+      np.remainder(-0.0, 2.0))
