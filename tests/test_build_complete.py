@@ -29,13 +29,22 @@ def _glob_matches(pattern, path):
   return re.fullmatch(regex, path) is not None
 
 
+def _binaries(tree):
+  """BUILD's ``BINARIES`` list, ``(name, main, deps)`` per binary, evaluated (its Starlark
+  is Python)."""
+  (value,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
+              and [getattr(t, "id", None) for t in n.targets] == ["BINARIES"]]
+  return eval(compile(ast.Expression(value), "BUILD", "eval"), {})  # pylint: disable=eval-used
+
+
 def _covered(tree):
-  """Files named by the srcs and data of the BUILD targets, globs evaluated on the tree."""
+  """Files named by the srcs and data of the BUILD targets, globs evaluated on the tree,
+  and the binaries' main files."""
   files = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
            if not SKIP_DIRS & set(p.relative_to(ROOT).parts)
            and not p.relative_to(ROOT).parts[0].startswith("bazel-")]
-  covered = set()
-  for rule in ("py_library", "py_binary", "py_test"):
+  covered = {main for _, main, _ in _binaries(tree)}
+  for rule in ("py_library", "py_test"):
     for call in _calls(tree, rule):
       for field in ("srcs", "data"):
         covered |= _files_named(_keyword(call, field), files)
@@ -65,8 +74,9 @@ def test_every_python_file_is_in_a_target():
 
 def test_every_test_file_gets_its_own_py_test():
   tree = ast.parse((ROOT / "BUILD").read_text())
-  (comprehension,) = [n for n in ast.walk(tree) if isinstance(n, ast.ListComp)]
-  assert getattr(comprehension.elt.func, "id", None) == "py_test"
+  (comprehension,) = [n for n in ast.walk(tree) if isinstance(n, ast.ListComp)
+                      and getattr(getattr(n.elt, "func", None), "id", None) == "py_test"
+                      and _calls(n.generators[0].iter, "glob")]
   (generator,) = comprehension.generators
   assert _strings(generator.iter) == ["tests/test_*.py"]
   assert "tests/conftest.py" in _strings(_keyword(comprehension.elt, "data"))
@@ -74,11 +84,53 @@ def test_every_test_file_gets_its_own_py_test():
 
 
 def test_the_check_detects_a_missing_module():
-  tree = ast.parse((ROOT / "BUILD").read_text().replace('"registry/**/*.py",', ""))
+  build = (ROOT / "BUILD").read_text()
+  assert 'glob(["registry/**/*.py"])' in build
+  tree = ast.parse(build.replace('glob(["registry/**/*.py"])', "glob([])"))
   files, covered = _covered(tree)
   assert "registry/opdef.py" in files and "registry/opdef.py" not in covered
   assert "registry/ops/leaky_relu.py" not in covered
   assert "backends/jax.py" in covered
+
+
+def test_binaries_come_from_one_list():
+  """One py_binary, in a comprehension over ``BINARIES``; each binary once, its main a
+  program (with a ``__main__`` guard) and its deps targets of this BUILD."""
+  tree = ast.parse((ROOT / "BUILD").read_text())
+  (call,) = _calls(tree, "py_binary")
+  assert any(isinstance(n, ast.ListComp) and n.elt is call for n in ast.walk(tree))
+  binaries = _binaries(tree)
+  names = [name for name, _, _ in binaries]
+  assert len(names) == len(set(names)) and {"check", "port_check", "scan"} <= set(names)
+  libraries = {":" + _strings(_keyword(c, "name"))[0] for c in _calls(tree, "py_library")}
+  for name, main, deps in binaries:
+    assert _has_main_guard(ROOT / main), f"{name}: {main} is not a program"
+    assert set(deps) <= libraries, f"{name}: unknown deps {set(deps) - libraries}"
+
+
+def test_the_libraries_mirror_the_layering():
+  """Each package's py_library depends on exactly the packages its modules import (the
+  graph tests/test_layering.py reads), so the BUILD graph is the layering."""
+  import test_layering  # pylint: disable=g-import-not-at-top
+  tree = ast.parse((ROOT / "BUILD").read_text())
+  deps = {_strings(_keyword(c, "name"))[0]: set(_strings(_keyword(c, "deps")))
+          for c in _calls(tree, "py_library")}
+  packages, _ = test_layering._graph()  # pylint: disable=protected-access
+  for package, imported in packages.items():
+    if package in deps:
+      assert deps[package] == {":" + p for p in imported}, package
+
+
+def test_bazel_imports_every_package_with_its_deps_only():
+  """One ``layer_<package>`` py_test per py_library of the layering."""
+  tree = ast.parse((ROOT / "BUILD").read_text())
+  (comprehension,) = [n for n in ast.walk(tree) if isinstance(n, ast.ListComp)
+                      and isinstance(n.elt, ast.Call)
+                      and _strings(_keyword(n.elt, "name")) == ["layer_%s"]]
+  import test_layering  # pylint: disable=g-import-not-at-top
+  packages, _ = test_layering._graph()  # pylint: disable=protected-access
+  assert set(_strings(comprehension.generators[0].iter)) == set(packages) - {
+      "crossgrad", "check"}  # The root: its __init__.py and check.py.
 
 
 def test_glob_semantics():
@@ -103,8 +155,7 @@ def test_benchmark_binaries_follow_one_naming_rule():
   """Every benchmark program has a py_binary named <module>_benchmark (the tools: as
   `TOOLS` says), and every py_binary of benchmarks/ is named so."""
   tree = ast.parse((ROOT / "BUILD").read_text())
-  binaries = {_strings(_keyword(c, "main"))[0]: _strings(_keyword(c, "name"))[0]
-              for c in _calls(tree, "py_binary")}
+  binaries = {main: name for name, main, _ in _binaries(tree)}
   programs = {f"benchmarks/{p.name}" for p in (ROOT / "benchmarks").glob("*.py")
               if _has_main_guard(p)}
   assert {"benchmarks/run_all.py", "benchmarks/check_cost.py"} <= programs
