@@ -7,6 +7,7 @@ import contextlib
 import math
 import operator
 
+import ml_dtypes  # NumPy's bfloat16, installed with TensorFlow.
 import numpy as np
 import tensorflow as tf
 
@@ -205,9 +206,9 @@ def _dtype_of(type_):
 def finfo(type, /):  # pylint: disable=redefined-builtin
   d = _dtype_of(type)
   real = _REAL_OF.get(d, d)
-  if real not in _REAL_FLOATING:
+  if real not in _REAL_FLOATING + (tf.float16, tf.bfloat16):  # Beyond the standard too.
     raise TypeError(f"finfo needs a floating-point dtype, got {d!r}")
-  info = np.finfo(_np_dtype(real))
+  info = (ml_dtypes.finfo if real == tf.bfloat16 else np.finfo)(_np_dtype(real))
   return _finfo_t(_py_int(info.bits), _py_float(info.eps), _py_float(info.max),
                   _py_float(info.min), _py_float(info.smallest_normal), real)
 
