@@ -79,8 +79,8 @@ def _main(capsys, **flag_values):
     (dict(ops=["no_such_op"]), "--ops: unknown value: expected one of bernoulli_mask, "),
     (dict(backends=["theano"]), "--backends: unknown value: expected one of numpy, "
                                 "tensorflow, jax, torch, got 'theano'"),
-    (dict(dtypes=["float31"]), "--dtypes: unknown value: expected one of float16, float32, "
-                               "float64, got 'float31'. Did you mean 'float32'?"),
+    (dict(dtypes=["float31"]), "--dtypes: unknown value: expected one of float16, bfloat16, "
+                               "float32, float64, got 'float31'. Did you mean 'float32'?"),
     (dict(devices=["gpu:77"]), "--devices: unknown value: expected one of all, cpu, "),
     (dict(modes=["graph"], backends=["jax"]), "--modes: unknown value: expected one of eager, "
                                               "jit, export, vmap, scan, checkpoint, got "
