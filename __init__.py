@@ -1,9 +1,10 @@
 """crossgrad: define a custom-gradient op once; get TensorFlow, JAX, PyTorch and NumPy
 versions, cross-checked.
 
-``crossgrad.tensorflow``, ``crossgrad.jax`` and ``crossgrad.torch`` import their framework
-on first access (never while torch.compile compiles: use them once before); ``import
-crossgrad`` itself imports none.
+``crossgrad.tensorflow``, ``crossgrad.jax``, ``crossgrad.torch`` and ``crossgrad.keras``
+import their framework on first access (never while torch.compile compiles: use them once
+before); ``import crossgrad`` itself imports none. Once Keras is imported, crossgrad's Keras
+layers are registered with it (`crossgrad.api.keras_hook`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from crossgrad.api import keras_hook as _keras_hook
 from crossgrad.api import numpy
 from crossgrad.checker.engine import cross_check
 from crossgrad.checker.report import Report
@@ -28,6 +30,7 @@ from crossgrad.sparse.data import SparseData
 __version__ = "0.1.0"
 
 _LAZY_BACKENDS = ("tensorflow", "jax", "torch")
+_LAZY = (*_LAZY_BACKENDS, "keras")
 
 __all__ = (
     "ArraySpec",
@@ -39,6 +42,7 @@ __all__ = (
     "cross_check",
     "get",
     "jax",
+    "keras",
     "names",
     "numpy",
     "register",
@@ -48,6 +52,7 @@ __all__ = (
 )
 
 del _builtin_ops
+_keras_hook.install()
 
 
 def _torch_compiler():
@@ -56,15 +61,23 @@ def _torch_compiler():
 
 
 def _load(name: str):
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
-  base.load(name)  # A clear error if the framework is missing.
-  module = importlib.import_module(f"crossgrad.api.{name}")
+  if name in _LAZY_BACKENDS:
+    from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+    base.load(name)  # A clear error if the framework is missing.
+  try:
+    module = importlib.import_module(f"crossgrad.api.{name}")
+  except ImportError as e:
+    if name in _LAZY_BACKENDS:
+      raise
+    raise CrossgradError(f"crossgrad.{name} needs a framework that is not installed ({e})",
+                         backend=name, argument=f"crossgrad.{name}",
+                         hint=f'Install it with: pip install "crossgrad[{name}]"') from e
   globals()[name] = module
   return module
 
 
 def __getattr__(name: str):
-  if name not in _LAZY_BACKENDS:
+  if name not in _LAZY:
     raise AttributeError(f"module 'crossgrad' has no attribute {name!r}")
   compiler = _torch_compiler()
   if compiler is None:
@@ -81,4 +94,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-  return sorted(set(globals()) | set(_LAZY_BACKENDS))
+  return sorted(set(globals()) | set(_LAZY))

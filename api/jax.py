@@ -12,13 +12,13 @@ from crossgrad.backends.jax import xp
 from crossgrad.bernoulli.jax import bernoulli_mask
 from crossgrad.bernoulli.jax import bernoulli_mask_sampled
 from crossgrad.bernoulli.jax import uniform_noise
+from crossgrad.sparse import containers as _sparse_containers
 from crossgrad.sparse import conv as _sparse_conv
 from crossgrad.sparse import submanifold as _submanifold
-from crossgrad.sparse import data as _sparse_data
 
 sparse_conv2d = _sparse_conv.for_backend(NAME)
 submanifold_conv2d = _submanifold.for_backend(NAME)
-_sparse_data.register(NAME)
+_sparse_containers.register(NAME)
 
 __all__ = ("MODES", "NAME", "bernoulli_mask", "bernoulli_mask_sampled", "devices", "evaluate",
            "find_device", "get", "precision_scope", "sparse_conv2d", "spec_of",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from typing import Any, Callable, Sequence
 
 from crossgrad.backends import protocol
@@ -13,8 +14,10 @@ from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
 BUILT_IN = ("numpy", "tensorflow", "jax", "torch")
-_EXTRAS = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 _OPTIONAL = ("torch",)  # Cross-checked by default only where installed.
+# The framework each built-in backend imports (and its pip extra): its arrays exist only once
+# that is imported.
+_FRAMEWORKS = {"numpy": "numpy", "tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 _REGISTERED: dict[str, Any] = {}
 _COMPILED: dict[tuple, Any] = {}
 
@@ -64,7 +67,23 @@ def load(name: str):
     raise CrossgradError(
         f"backend needs a framework that is not installed ({e})", backend=name,
         argument=f"backend {name!r}",
-        hint=f'Install it with: pip install "crossgrad[{_EXTRAS.get(name, name)}]"') from e
+        hint=f'Install it with: pip install "crossgrad[{_FRAMEWORKS[name]}]"') from e
+
+
+def backend_of(*arrays: Any) -> str:
+  """The backend the first claimed array belongs to: the one whose ``ARRAY_MODULES``
+  (`protocol.Arrays`) prefixes the module of the array's type; "numpy" where none claims
+  one. Built-in backends whose framework is not imported are not loaded: none of their
+  arrays can exist."""
+  loaded = [load(name) for name in names()
+            if name in _REGISTERED or _FRAMEWORKS[name] in sys.modules]
+  claims = [(b.NAME, tuple(b.ARRAY_MODULES)) for b in loaded if hasattr(b, "ARRAY_MODULES")]
+  for x in arrays:
+    module = type(x).__module__
+    for name, prefixes in claims:
+      if module.startswith(prefixes):
+        return name
+  return "numpy"
 
 
 def make_get(backend: str, emit: Callable[[OpDef, dict], Callable[..., Any]]):

@@ -27,6 +27,7 @@ from crossgrad.registry.opdef import OpDef
 NAME = "jax"
 VERSION = jax.__version__
 MODES = ("eager", "jit")
+ARRAY_MODULES = ("jax", "jaxlib")  # jax.Array and tracers (protocol.Arrays).
 EXTRA_MODES = ("export",)  # Run when asked for: a jax.export round trip.
 UNSUPPORTED_CHECKS = {("jvp", "export"): "jax.export serialises reverse-mode derivatives "
                                          "(vjp_order), not forward mode"}
@@ -235,6 +236,16 @@ def _platform_devices(platform: str) -> list:
     return jax.devices(platform)
   except RuntimeError:  # No such platform on this machine.
     return []
+
+
+def set_cpu_device_count(count: int) -> int:
+  """Splits the host CPU into ``count`` devices; before JAX first runs only (then it keeps
+  its count, which this returns)."""
+  try:
+    jax.config.update("jax_num_cpu_devices", count)
+  except RuntimeError:  # Already initialised.
+    return len(jax.devices("cpu"))
+  return count
 
 
 def devices() -> list[str]:

@@ -1,4 +1,5 @@
-"""`jax.export` round trips: an op exported, serialised and loaded back, as a server would."""
+"""`jax.export` round trips: an op exported, serialised and loaded back, as a server would;
+and `to_tensorflow`, the op converted to TensorFlow (the checker's ``jax2tf`` mode)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,9 @@ def _round_trip(fn, specs, vjp_order, x64):
   avals = [jax.ShapeDtypeStruct(shape, np.dtype(dtype)) for shape, dtype in specs]
   exported = jax.export.export(jax.jit(fn))(*avals)
   return jax.export.deserialize(exported.serialize(vjp_order=vjp_order)).call
+
+
+def to_tensorflow(fn: Callable[..., Any]) -> Callable[..., Any]:
+  """``fn`` converted to TensorFlow with `jax2tf`, its VJP attached as TF's gradient."""
+  from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
+  return jax2tf.convert(fn, with_gradient=True)

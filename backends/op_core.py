@@ -61,6 +61,8 @@ class Adapter:
       arrays land on the inputs' device).
     conjugate_complex: the framework's complex gradients are the conjugates of JAX's VJP
       (TensorFlow, torch): the core converts a complex op's backward (module docstring).
+    body: runs the op's forward or backward, ``body(fn, xp, args, params)`` (default
+      ``fn(xp, *args, **params)``; TensorFlow hands the body the standard's array object).
   """
 
   name: str
@@ -70,6 +72,8 @@ class Adapter:
   as_output: Callable[[Any], Any] = lambda x: x
   scope: Callable[[Sequence[Any]], ContextManager[Any]] = _no_scope
   conjugate_complex: bool = False
+  body: Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any] = (
+      lambda fn, xp, args, params: fn(xp, *args, **params))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +118,7 @@ class OpCore:
     """The op's forward on prepared inputs: its result's form and its outputs' dtypes."""
     adapter = self.adapter
     with adapter.scope(inputs):
-      result = self.op.forward(adapter.xp, *inputs, **self.params)
+      result = adapter.body(self.op.forward, adapter.xp, inputs, self.params)
     outputs, residuals = validation.check_forward_result(self.op, self.name, result)
     outs = tuple(adapter.as_output(o) for o in validation.as_tuple(outputs))
     specs = Specs(tuple(adapter.spec_of(x) for x in inputs),
@@ -134,7 +138,8 @@ class OpCore:
       upstream = self._conjugated(upstream, specs.outputs)
     g = validation.cotangent_for(self.op, specs.outputs, upstream, zeros, specs.single)
     with self.adapter.scope(on):
-      cotangents = self.op.backward(self.adapter.xp, residuals, g, **self.params)
+      cotangents = self.adapter.body(self.op.backward, self.adapter.xp, (residuals, g),
+                                     self.params)
     cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
                                              self.adapter.spec_of)
     return self._conjugated(cotangents, specs.inputs) if convert else cotangents

@@ -112,7 +112,31 @@ class HigherOrder(Protocol):
     ``transforms``: the outputs and input cotangents as `evaluate` gives them, batched."""
 
 
+@runtime_checkable
+class Arrays(Protocol):
+  """Optional: how generic code handed this framework's arrays finds their backend (the
+  sparse family's `SparseData`); arrays no backend claims belong to the reference, NumPy.
+
+  Attributes:
+    ARRAY_MODULES: prefixes of the module names of the framework's array types, tracers
+      included (``("jax", "jaxlib")``).
+  """
+
+  ARRAY_MODULES: tuple[str, ...]
+
+
+@runtime_checkable
+class CpuDevices(Protocol):
+  """Optional: splitting the host CPU into logical devices (`crossgrad.backends.cpu_devices`),
+  so multi-device code runs without accelerators."""
+
+  def set_cpu_device_count(self, count: int) -> int:
+    """Gives the framework ``count`` CPU devices, ``cpu:0`` ... ``cpu:count-1``, unless it
+    already started with another count (then nothing changes); returns the count it has."""
+
+
 MEMBERS = ("NAME", "VERSION", "MODES", "xp", "get", "spec_of", "devices", "evaluate",
            "precision_scope", "register_container")
 OPTIONAL_MEMBERS = ("EXTRA_MODES", "TRANSFORMS", "UNSUPPORTED_CHECKS", "evaluate_higher_order",
-                    "evaluate_transformed", "CONJUGATE_COMPLEX_GRADIENTS")
+                    "evaluate_transformed", "ARRAY_MODULES", "set_cpu_device_count",
+                    "CONJUGATE_COMPLEX_GRADIENTS")

@@ -16,7 +16,9 @@ import tensorflow as tf
 from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 
-from crossgrad.backends import base, op_core, tensorflow_array_api, tensorflow_export
+from crossgrad.backends import base, op_core, tensorflow_array_api
+from crossgrad.backends import tensorflow_export
+from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -25,10 +27,14 @@ from crossgrad.registry.opdef import OpDef
 NAME = "tensorflow"
 VERSION = tf.__version__
 MODES = ("eager", "graph", "jit")
-EXTRA_MODES = ("saved_model", "jax2tf")  # Run when asked for: export round trips.
+ARRAY_MODULES = ("tensorflow",)  # tf.Tensor, tf.Variable (protocol.Arrays).
+EXTRA_MODES = ("saved_model",)  # Run when asked for: export round trips (`add_round_trip`).
 TRANSFORMS = ("vectorized_map",)
-UNSUPPORTED_CHECKS = {("jvp", mode): reason
-                      for mode, reason in tensorflow_export.NO_FORWARD_MODE.items()}
+UNSUPPORTED_CHECKS: dict[tuple[str, str], str] = {}
+# Round trips from other frameworks (`add_round_trip`): mode -> (the op's TF function, the
+# precision scope of its inputs).
+_ROUND_TRIPS: dict[str, tuple[Callable[[OpDef, dict], Callable[..., Any]],
+                              Callable[[Sequence[Any]], Any]]] = {}
 
 
 def _unbroadcast(x, like, /):
@@ -94,6 +100,15 @@ def spec_of(x: Any) -> validation.ArraySpec:
   return validation.ArraySpec(dims, tf.as_dtype(x.dtype).name)
 
 
+def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:
+  """An op's forward or backward with the standard's array object inside
+  (`tensorflow_array`), plain tensors outside."""
+  if not tensorflow_array.enabled():
+    return fn(namespace_, *args, **params)
+  wrapped = tensorflow_array.wrap(tuple(args))
+  return tensorflow_array.unwrap(fn(tensorflow_array.body_namespace(), *wrapped, **params))
+
+
 # Its complex gradients are the conjugates of JAX's VJP: the op core converts a complex
 # op's backward, the cross-check converts back (docs/dtypes.md).
 CONJUGATE_COMPLEX_GRADIENTS = True
@@ -101,7 +116,8 @@ _CORE = op_core.Adapter(
     NAME, xp, spec_of,
     # Reading variables here lets the tape route their gradients through the op.
     to_arrays=lambda inputs: [tf.convert_to_tensor(x) for x in inputs],
-    conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS)
+    conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
+    body=_body)
 
 
 def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
@@ -169,13 +185,38 @@ def devices() -> list[str]:
   return sorted(found, key=lambda n: (not n.startswith("cpu"), n))
 
 
+def set_cpu_device_count(count: int) -> int:
+  """Splits the host CPU into ``count`` logical devices; before TensorFlow first runs only
+  (then it keeps its count, which this returns)."""
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  try:
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
+  except RuntimeError:  # Already initialised.
+    return len(tf.config.list_logical_devices("CPU"))
+  return count
+
+
+def add_round_trip(mode: str, function: Callable[[OpDef, dict], Callable[..., Any]],
+                   precision_scope: Callable[[Sequence[Any]], Any],
+                   no_forward_mode: str | None = None) -> None:
+  """Adds an export mode whose TF function another framework makes: ``function(op, params)``,
+  run inside ``precision_scope(inputs)``; ``no_forward_mode`` says why TF's forward mode
+  does not apply to it. The checker, which loads every backend, adds ``jax2tf`` this way."""
+  global EXTRA_MODES
+  EXTRA_MODES = tuple(m for m in EXTRA_MODES if m != mode) + (mode,)
+  _ROUND_TRIPS[mode] = (function, precision_scope)
+  if no_forward_mode is not None:
+    UNSUPPORTED_CHECKS[("jvp", mode)] = no_forward_mode
+
+
 def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):
-  """The op's TF function in ``mode``: the emitted op, its SavedModel round trip, or the
-  JAX op converted with `jax2tf`."""
+  """The op's TF function in ``mode``: the emitted op, its SavedModel round trip, or
+  another framework's op (`add_round_trip`)."""
   if mode == "saved_model":
     return tensorflow_export.saved_model_round_trip(get(op, **params), inputs)
-  if mode == "jax2tf":
-    return tensorflow_export.jax2tf_op(op, params)
+  if mode in _ROUND_TRIPS:
+    return _ROUND_TRIPS[mode][0](op, params)
   return get(op, **params)
 
 
@@ -189,7 +230,7 @@ def _run_on(device: str, mode: str, arrays: Any, run: Callable[..., Any], op: Op
   if mode in ("graph", "jit"):
     call = base.compiled((fn, mode, device, *what), lambda: tf.function(
         call, jit_compile=(mode == "jit"), autograph=False))
-  scope = (tensorflow_export.jax_precision(inputs) if mode == "jax2tf"
+  scope = (_ROUND_TRIPS[mode][1](inputs) if mode in _ROUND_TRIPS
            else contextlib.nullcontext())
   with tf.device("/device:" + device.upper()), scope:
     tensors = tf.nest.map_structure(lambda a: None if a is None else tf.constant(a), arrays)

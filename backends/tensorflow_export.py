@@ -1,21 +1,14 @@
-"""TensorFlow export round trips: a SavedModel saved and loaded back, and the JAX op
-converted to TensorFlow with `jax2tf` (its gradient attached with `tf.custom_gradient`)."""
+"""TensorFlow export round trips: a SavedModel saved and loaded back. (The ``jax2tf`` round
+trip joins the TensorFlow backend from the checker, `crossgrad.checker.round_trips`.)"""
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from crossgrad.registry.opdef import OpDef
-
-NO_FORWARD_MODE = {
-    "jax2tf": "jax2tf.convert(with_gradient=True) attaches the JAX op's VJP with "
-              "tf.custom_gradient; TF's forward mode differentiates the converted forward",
-}
 _LOADED: dict[tuple, Callable[..., Any]] = {}
 
 
@@ -34,15 +27,3 @@ def saved_model_round_trip(fn: Callable[..., Any],
       _LOADED[key] = tf.saved_model.load(path).f
   return _LOADED[key]
 
-
-def jax2tf_op(op: OpDef, params: dict) -> Callable[..., Any]:
-  """The JAX backend's op converted to TensorFlow, gradient included."""
-  from jax.experimental import jax2tf  # pylint: disable=g-import-not-at-top
-  from crossgrad.backends import jax as jax_backend  # pylint: disable=g-import-not-at-top
-  return jax2tf.convert(jax_backend.get(op, **params), with_gradient=True)
-
-
-def jax_precision(arrays: Sequence[Any]) -> contextlib.AbstractContextManager:
-  """JAX's 64-bit scope where the arrays need it (jax2tf converts at call time)."""
-  from crossgrad.backends import jax as jax_backend  # pylint: disable=g-import-not-at-top
-  return jax_backend.precision_scope(arrays)

@@ -18,6 +18,7 @@ In the cross-check, torch computes the ``jvp`` and ``second_order`` rows eagerly
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import types
 from typing import Any, Callable, Sequence
@@ -37,6 +38,7 @@ from crossgrad.registry.opdef import OpDef
 NAME = "torch"
 VERSION = torch.__version__
 MODES = ("eager", "compile")
+ARRAY_MODULES = ("torch",)  # torch.Tensor (protocol.Arrays).
 EXTRA_MODES = ()  # No export round trip yet.
 TRANSFORMS = ("vmap",)
 UNSUPPORTED_CHECKS = {
@@ -179,13 +181,12 @@ _OWN = {
 
 def _numpy_as_tensors(fn):
   """``fn`` taking NumPy arrays too (as JAX and TF functions do), on the tensors' device."""
+  @functools.wraps(fn)  # Its signature too (inspect.signature follows __wrapped__).
   def call(*args, **kwargs):
     if any(isinstance(a, np.ndarray) for a in args):
       like = next((a for a in args if isinstance(a, torch.Tensor)), None)
       args = [_tensor(a, like) if isinstance(a, np.ndarray) else a for a in args]
     return fn(*args, **kwargs)
-  call.__name__ = call.__qualname__ = getattr(fn, "__name__", "call")
-  call.__doc__ = fn.__doc__
   return call
 
 
@@ -197,7 +198,7 @@ def _standard() -> types.SimpleNamespace:
            for name in STANDARD if name not in _OWN}
   names = {name: _numpy_as_tensors(value) if callable(value) else value
            for name, value in found.items()}
-  return types.SimpleNamespace(**names, linalg=compat.linalg)
+  return types.SimpleNamespace(**names, linalg=compat.linalg, fft=compat.fft)
 
 
 xp = Namespace(NAME, _standard(), extensions={name: _OWN[name] for name in EXTENSIONS},
@@ -411,11 +412,12 @@ get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
 _cpu_devices = 1
 
 
-def set_cpu_device_count(count: int) -> None:
+def set_cpu_device_count(count: int) -> int:
   """Names the host CPU ``cpu:0`` ... ``cpu:count-1`` (one torch device, as TF's logical
   CPU devices share one CPU), so cross-device rows run without accelerators."""
   global _cpu_devices
   _cpu_devices = int(count)
+  return _cpu_devices
 
 
 def devices() -> list[str]:

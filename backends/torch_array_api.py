@@ -14,14 +14,19 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
   (array_api_compat assigns through a boolean mask, which vmap refuses).
 - ``take_along_axis``, ``searchsorted``'s ``sorter``, ``repeat``'s ``repeats``: indices of
   any integer dtype (torch wants int64: "dtype of indices should be Long but got Int").
+- ``finfo``, ``iinfo``: ``dtype`` is the torch dtype (array_api_compat: its name), finfo's
+  numbers Python floats and its dtype the real one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import array_api_compat.torch as compat
 import torch
+
+from crossgrad.registry import numpy_like
 
 _KINDS = (bool, int, float, complex)
 
@@ -107,7 +112,36 @@ def repeat(x, repeats, /, *, axis=None):
   return compat.repeat(x, repeats, axis=axis)
 
 
+def _dtype_of(type_):
+  return type_.dtype if isinstance(type_, torch.Tensor) else type_
+
+
+@dataclasses.dataclass(frozen=True)
+class IInfo:
+  """The standard's ``iinfo`` object."""
+
+  bits: int
+  max: int
+  min: int
+  dtype: torch.dtype
+
+
+def finfo(type, /):  # pylint: disable=redefined-builtin
+  dtype = _dtype_of(type)
+  info = torch.finfo(dtype)
+  real = {torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype, dtype)
+  return numpy_like.FInfo(int(info.bits), float(info.eps), float(info.max), float(info.min),
+                          float(info.smallest_normal), real)
+
+
+def iinfo(type, /):  # pylint: disable=redefined-builtin
+  dtype = _dtype_of(type)
+  info = torch.iinfo(dtype)
+  return IInfo(int(info.bits), int(info.max), int(info.min), dtype)
+
+
 FIXES = {
+    "finfo": finfo, "iinfo": iinfo,
     "result_type": result_type, "sign": sign, "take_along_axis": take_along_axis,
     "searchsorted": searchsorted, "repeat": repeat,
     **{name: _binary(getattr(compat, name)) for name in BINARY},

@@ -99,6 +99,14 @@ class _Backend:
       raise ValueError(f"no compiler or vmap for backend {name!r}")
 
 
+def _running(run: Callable, fn: Callable) -> Callable:
+  """``fn`` called through ``run``, with ``fn``'s name and signature."""
+  @functools.wraps(fn)
+  def call(*args, **kwargs):
+    return run(fn, *args, **kwargs)
+  return call
+
+
 class ModeNamespace:
   """``xp`` (or its ``linalg``/``fft``) with the functions of ``selected`` run by ``run``."""
 
@@ -111,8 +119,7 @@ class ModeNamespace:
     if attr in ("linalg", "fft"):
       value = ModeNamespace(value, self._run, self._selected, f"{self.__name__}.{attr}")
     elif attr in self._selected and callable(value):
-      value = functools.partial(self._run, value)
-      value.__name__ = attr
+      value = _running(self._run, value)
     setattr(self, attr, value)  # Later lookups skip __getattr__.
     return value
 
@@ -122,7 +129,7 @@ class ModeNamespace:
 
 def _from_a_test() -> bool:
   """Whether the call into the namespace comes from a test module of the suite."""
-  return sys._getframe(2).f_globals.get("__name__", "").startswith(  # pylint: disable=protected-access
+  return sys._getframe(3).f_globals.get("__name__", "").startswith(  # pylint: disable=protected-access
       "array_api_tests.test_")
 
 

@@ -33,7 +33,7 @@ BENCHMARKS = ("check_cost", "overhead", "tf1_idiom", "dispatch", "bernoulli_mask
               "tf1_port_overhead", "torch_overhead", "sparse_conv", "sparse_network",
               "sparse_rulebook")
 # Benchmark binaries not run yet.
-PENDING = ()
+PENDING = ("keras_step",)  # Its own subprocess per Keras backend; run it alone.
 # Programs that are no benchmark: array_api_conformance runs the Array API test suite
 # (given its checkout); docs_tables writes docs/benchmarks.md from run_all's JSON.
 TOOLS = ("array_api_conformance", "docs_tables")

@@ -30,6 +30,7 @@ from crossgrad.checker import engine
 from crossgrad.checker import flag_help
 from crossgrad.checker import grid
 from crossgrad.checker import html_report
+from crossgrad.checker import keras_rows
 from crossgrad.checker import quiet
 from crossgrad.checker import selection
 from crossgrad.checker import special_values
@@ -109,6 +110,8 @@ def _check(argv) -> int:
         print(f"{name:24s} {op_registry.get(name).doc}")
       return 0
     ops = selection.ops(_OPS.value, flags=True)
+    if keras_rows.NAME in _BACKENDS.value:
+      keras_rows.register(_MODULE.value)
     for name in _BACKENDS.value:
       if name not in base.names():
         raise selection.unknown("--backends", name, base.names())

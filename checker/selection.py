@@ -15,6 +15,7 @@ import sys
 from typing import Any, Iterable, Sequence
 
 from crossgrad.backends import base
+from crossgrad.checker import round_trips
 from crossgrad.registry import op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
@@ -68,6 +69,7 @@ def backends(names: Sequence[str], *, flags: bool = False) -> dict[str, Any]:
       module = base.load(name)
     except CrossgradError as e:
       raise CrossgradError(e.problem, backend=name, argument=argument, hint=e.hint) from None
+    round_trips.connect(name, module)
     if name != "numpy":
       modules[name] = module
   return modules

@@ -62,10 +62,10 @@ def batches(n: int, batch_size: int, epochs: int, seed: int):
 
 def train_tensorflow(params, data, test, order, noise, lr, seed, generator):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from crossgrad.layers import keras_attention_mask as attention  # pylint: disable=g-import-not-at-top
+  from crossgrad.layers import BernoulliAttentionMask  # pylint: disable=g-import-not-at-top
 
   w = {k: tf.Variable(v) for k, v in params.items()}
-  mask = attention.BernoulliAttentionMask(seed=seed, generator=generator)
+  mask = BernoulliAttentionMask(seed=seed, generator=generator)
 
   def logits(x, training, u=None):
     features = tf.nn.relu(x @ w["wf"] + w["bf"])
@@ -108,7 +108,7 @@ def train_tensorflow(params, data, test, order, noise, lr, seed, generator):
 def train_jax(params, data, test, order, noise, lr, seed, generator):
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-  from crossgrad.layers import jax_attention_mask as attention  # pylint: disable=g-import-not-at-top
+  import crossgrad as cg  # pylint: disable=g-import-not-at-top
 
   state = {"w": {k: jnp.asarray(v) for k, v in params.items()}, "step": 0}
   base_key = jax.random.key(seed)
@@ -116,7 +116,12 @@ def train_jax(params, data, test, order, noise, lr, seed, generator):
   def logits(w, x, training, key=None, u=None):
     features = jax.nn.relu(x @ w["wf"] + w["bf"])
     p = jax.nn.sigmoid(x @ w["wa"] + w["ba"])
-    masked = attention.attention_mask(p, features, key, u=u, training=training)
+    if not training:  # The expectation; in training the given noise, or noise from key.
+      masked = p * features
+    elif u is not None:
+      masked = cg.jax.bernoulli_mask(p, features, u)
+    else:
+      masked = cg.jax.bernoulli_mask_sampled(p, features, key)
     return masked.reshape(-1, 64 * CHANNELS) @ w["wo"] + w["bo"]
 
   def loss_of(w, x, y, training, key=None, u=None):

@@ -84,13 +84,13 @@ def make_setup(epochs: int, lam: float, alpha: float, seed: int = 0) -> Setup:
 def train_tensorflow(setup: Setup) -> Result:
   """Keras Dense layers and crossgrad's Keras `CenterLoss`, one XLA-compiled step."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from crossgrad.layers import keras_center_loss  # pylint: disable=g-import-not-at-top
+  from crossgrad.layers import CenterLoss  # pylint: disable=g-import-not-at-top
   layers = [tf.keras.layers.Dense(n, activation=a)
             for n, a in zip(SIZES[1:], ("relu", None, None))]
   for layer, (n_in, _), (kernel, bias) in zip(layers, zip(SIZES, SIZES[1:]), setup.weights):
     layer.build((None, n_in))
     layer.set_weights([kernel, bias])
-  center_loss = keras_center_loss.CenterLoss(SIZES[-1], weight=setup.lam)
+  center_loss = CenterLoss(SIZES[-1], weight=setup.lam)
   center_loss.build((None, SIZES[2]))
   variables = [v for layer in layers for v in (layer.kernel, layer.bias)]
   velocities = [tf.Variable(tf.zeros_like(v)) for v in variables]
@@ -119,10 +119,11 @@ def train_tensorflow(setup: Setup) -> Result:
 
 
 def train_jax(setup: Setup) -> Result:
-  """The same network as plain functions, with crossgrad's JAX center loss."""
+  """The same network as plain functions, with crossgrad's JAX ``center_loss`` op."""
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-  from crossgrad.layers import jax_center_loss  # pylint: disable=g-import-not-at-top
+  import crossgrad as cg  # pylint: disable=g-import-not-at-top
+  center_loss = cg.jax.get("center_loss")
 
   def features(weights, x):
     (k1, b1), (k2, b2), _ = weights
@@ -134,7 +135,7 @@ def train_jax(setup: Setup) -> Result:
     k3, b3 = weights[2]
     log_p = jax.nn.log_softmax(f @ k3 + b3)
     softmax = -jnp.sum(jnp.take_along_axis(log_p, y[:, None], axis=1))
-    return softmax + jax_center_loss.apply(centers, f, y, setup.lam)
+    return softmax + setup.lam * center_loss(f, y, centers)
 
   @jax.jit
   def step(params, velocities, x, y):
@@ -145,7 +146,7 @@ def train_jax(setup: Setup) -> Result:
     return (weights, centers), velocities, loss
 
   weights = [tuple(jnp.asarray(a) for a in layer) for layer in setup.weights]
-  params = (weights, jax_center_loss.init(SIZES[-1], SIZES[2]))
+  params = (weights, jnp.zeros((SIZES[-1], SIZES[2]), jnp.float32))  # Centers start at 0.
   velocities = jax.tree.map(jnp.zeros_like, weights)
   losses = []
   for b in setup.batches:
@@ -159,15 +160,18 @@ def train_jax(setup: Setup) -> Result:
 
 
 def train_torch(setup: Setup) -> Result:
-  """The same network in torch, with crossgrad's `torch.nn.Module` `CenterLoss`."""
+  """The same network in torch, with crossgrad's torch ``center_loss`` op and the centers a
+  `torch.nn.Parameter` (the Keras `CenterLoss` is a `torch.nn.Module` under Keras' torch
+  backend; this loop is plain torch)."""
   import torch  # pylint: disable=g-import-not-at-top
-  from crossgrad.layers import torch_center_loss  # pylint: disable=g-import-not-at-top
+  import crossgrad as cg  # pylint: disable=g-import-not-at-top
+  center_loss = cg.torch.get("center_loss")
   layers = [torch.nn.Linear(n_in, n_out) for n_in, n_out in zip(SIZES[:-1], SIZES[1:])]
   with torch.no_grad():
     for layer, (kernel, bias) in zip(layers, setup.weights):
       layer.weight.copy_(torch.as_tensor(kernel.T))
       layer.bias.copy_(torch.as_tensor(bias))
-  center_loss = torch_center_loss.CenterLoss(SIZES[-1], SIZES[2], weight=setup.lam)
+  centers = torch.nn.Parameter(torch.zeros(SIZES[-1], SIZES[2]))
   variables = [p for layer in layers for p in layer.parameters()]
   velocities = [torch.zeros_like(v) for v in variables]
 
@@ -179,18 +183,18 @@ def train_torch(setup: Setup) -> Result:
     x, y = torch.as_tensor(setup.x_train[b]), torch.as_tensor(setup.y_train[b])
     f = features(x)
     softmax = torch.nn.functional.cross_entropy(layers[2](f), y.long(), reduction="sum")
-    loss = softmax + center_loss(f, y)
-    *grads, center_grad = torch.autograd.grad(loss, variables + [center_loss.centers])
+    loss = softmax + setup.lam * center_loss(f, y, centers)
+    *grads, center_grad = torch.autograd.grad(loss, variables + [centers])
     with torch.no_grad():  # Momentum SGD as in the other frameworks.
       for v, velocity, g in zip(variables, velocities, grads):
         velocity.mul_(MOMENTUM).add_(g)
         v.sub_(LEARNING_RATE * velocity)
-      center_loss.centers.sub_(setup.center_learning_rate * center_grad)
+      centers.sub_(setup.center_learning_rate * center_grad)
     losses.append(float(loss))
   with torch.no_grad():
     test_features = features(torch.as_tensor(setup.x_test))
     predictions = np.argmax(layers[2](test_features).numpy(), axis=1)
-  return Result(losses, test_features.numpy(), center_loss.centers.detach().numpy(),
+  return Result(losses, test_features.numpy(), centers.detach().numpy(),
                 float(np.mean(predictions == setup.y_test)))
 
 

@@ -1,5 +1,5 @@
 r"""A positive-weight layer (the layer-gradient Q&A, example 2) learning a non-negative regression,
-in TensorFlow (Keras `PositiveDense`) and JAX (`jax_positive_dense`).
+in TensorFlow (Keras `PositiveDense`) and JAX (the `positive_matmul` op in a plain function).
 
 Data: ``Y = X W_true^T + noise`` with ``W_true >= 0`` and about a third of its entries
 zero. Fitting ``Y ~ X relu(W)^T`` by gradient descent on the mean squared error is
@@ -60,8 +60,8 @@ def make_problem(seed: int = 0) -> Problem:
 
 def fit_tensorflow(problem: Problem, steps: int) -> Fit:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from crossgrad.layers import keras_positive_dense  # pylint: disable=g-import-not-at-top
-  layer = keras_positive_dense.PositiveDense(UNITS, use_bias=False)
+  from crossgrad.layers import PositiveDense  # pylint: disable=g-import-not-at-top
+  layer = PositiveDense(UNITS, use_bias=False)
   layer.build((None, N_IN))
   layer.kernel.assign(problem.w_init)
   optimizer = tf.keras.optimizers.SGD(LEARNING_RATE)
@@ -84,16 +84,17 @@ def fit_tensorflow(problem: Problem, steps: int) -> Fit:
 def fit_jax(problem: Problem, steps: int) -> Fit:
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-  from crossgrad.layers import jax_positive_dense  # pylint: disable=g-import-not-at-top
+  import crossgrad as cg  # pylint: disable=g-import-not-at-top
+  positive_matmul = cg.jax.get("positive_matmul")
 
   def loss_fn(params, x, y):
-    return 0.5 * jnp.mean(jnp.sum(jnp.square(jax_positive_dense.apply(params, x) - y), axis=1))
+    return 0.5 * jnp.mean(jnp.sum(jnp.square(positive_matmul(x, params["kernel"]) - y), axis=1))
 
   @jax.jit
   def step(params, x, y):
     loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
     params = jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads)
-    return params, loss, jnp.min(jax_positive_dense.effective_kernel(params))
+    return params, loss, jnp.min(jax.nn.relu(params["kernel"]))
 
   params = {"kernel": jnp.asarray(problem.w_init)}
   losses, lowest = [], np.inf

@@ -264,11 +264,16 @@ class OpDef:
     return resolved
 
   def same_definition(self, other: OpDef) -> bool:
-    """True if ``other`` defines the same op (e.g. the same module imported twice)."""
+    """True if ``other`` defines the same op (e.g. the same module imported twice).
+    Functions compare by code; one generated for many ops (such as `crossgrad.tf1.port`'s
+    forward) names the functions it stands for in a ``defined_by`` attribute."""
     return _definition_key(self) == _definition_key(other)
 
 
 def _function_key(fn: Any) -> Any:
+  defined_by = getattr(fn, "defined_by", None)
+  if defined_by is not None:
+    return tuple(_function_key(f) for f in defined_by)
   code = getattr(fn, "__code__", None)
   if code is None:
     return fn

@@ -17,45 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from crossgrad.backends.base import backend_of
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
-
-
-def backend_of(*arrays: Any) -> str:
-  """The backend name ("numpy", "tensorflow", "jax", "torch") the arrays belong to."""
-  for x in arrays:
-    module = type(x).__module__
-    if module.startswith("tensorflow"):
-      return "tensorflow"
-    if module.startswith(("jax", "jaxlib")):
-      return "jax"
-    if module.startswith("torch"):
-      return "torch"
-  return "numpy"
-
-
-_REGISTERED_WITH: set[str] = set()
-
-
-def register(backend: str) -> None:
-  """Makes `SparseData` and `Rulebook` containers ``backend``'s transformations see into
-  (JAX pytrees)."""
-  if backend not in _REGISTERED_WITH:
-    from crossgrad.sparse.rulebook import Rulebook  # pylint: disable=g-import-not-at-top
-    for cls in (SparseData, Rulebook):
-      _backend(backend).register_container(cls, cls.flatten, cls.unflatten)
-    _REGISTERED_WITH.add(backend)
-
-
-def _backend(name: str):
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
-  return base.load(name)
-
-
-def namespace(backend: str):
-  """The backend's ``xp``, with `SparseData` and `Rulebook` registered with it."""
-  register(backend)
-  return _backend(backend).xp
+from crossgrad.sparse.containers import container, namespace
 
 
 def dtype_name(x: Any) -> str:
@@ -63,6 +28,7 @@ def dtype_name(x: Any) -> str:
   return getattr(x.dtype, "name", str(x.dtype).removeprefix("torch."))
 
 
+@container
 @dataclasses.dataclass(frozen=True)
 class SparseData:
   """Active sites ``H``, values ``M``, ``dense_shape``, ``ground_state``, ``n_valid``."""

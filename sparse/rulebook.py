@@ -48,10 +48,13 @@ from typing import Any
 
 import numpy as np
 
+from crossgrad.backends.base import backend_of
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
+from crossgrad.sparse import containers
 
 
+@containers.container
 @dataclasses.dataclass(frozen=True)
 class Rulebook:
   """The integer maps of one layer kind on one active set (see the module docstring).
@@ -200,9 +203,8 @@ def _pairs(xp, first, second, n):
 
 def _backend(x) -> tuple[str, Any]:
   """The backend of ``x``'s arrays and its namespace (registering `Rulebook` with it)."""
-  from crossgrad.sparse import data  # pylint: disable=g-import-not-at-top
-  name = data.backend_of(x.H, x.M)
-  return name, data.namespace(name)
+  name = backend_of(x.H, x.M)
+  return name, containers.namespace(name)
 
 
 def _fail(problem, op, backend, argument, expected, actual, hint=None):

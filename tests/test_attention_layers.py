@@ -1,14 +1,13 @@
-"""The Keras layer and the JAX function of the Bernoulli attention mask."""
+"""The Bernoulli attention mask layer under Keras' TensorFlow backend (the other backends:
+tests/test_keras.py)."""
 
-import jax
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.layers import jax_attention_mask as attention_jax
-from crossgrad.layers import keras_attention_mask as attention_keras
+from crossgrad.layers import BernoulliAttentionMask
 
 RNG = np.random.default_rng(0)
 P = RNG.uniform(size=(3, 4, 4, 1)).astype(np.float32)
@@ -22,7 +21,7 @@ def _mask(out):
 
 
 def test_keras_layer_with_noise_is_the_formula_with_the_surrogate_gradient():
-  layer = attention_keras.BernoulliAttentionMask()
+  layer = BernoulliAttentionMask()
   p, features = tf.constant(P), tf.constant(FEATURES)
   with tf.GradientTape() as tape:
     tape.watch([p, features])
@@ -35,15 +34,15 @@ def test_keras_layer_with_noise_is_the_formula_with_the_surrogate_gradient():
 
 
 def test_keras_layer_inference_is_the_expectation():
-  layer = attention_keras.BernoulliAttentionMask()
+  layer = BernoulliAttentionMask()
   np.testing.assert_array_equal(layer(P, FEATURES, training=False).numpy(), P * FEATURES)
-  sampled = attention_keras.BernoulliAttentionMask(sample_at_inference=True)(P, FEATURES)
+  sampled = BernoulliAttentionMask(sample_at_inference=True)(P, FEATURES)
   assert set(np.unique(_mask(sampled))) <= {0.0, 1.0}
 
 
 def test_keras_layer_is_reproducible_by_seed_across_eager_and_xla():
-  eager = attention_keras.BernoulliAttentionMask(seed=3)
-  jitted = attention_keras.BernoulliAttentionMask(seed=3)
+  eager = BernoulliAttentionMask(seed=3, generator="philox")
+  jitted = BernoulliAttentionMask(seed=3, generator="philox")
   step = tf.function(lambda p, f: jitted(p, f, training=True), jit_compile=True)
   runs = [([eager(P, FEATURES, training=True).numpy() for _ in range(3)]),
           ([step(P, FEATURES).numpy() for _ in range(3)])]
@@ -51,15 +50,16 @@ def test_keras_layer_is_reproducible_by_seed_across_eager_and_xla():
     np.testing.assert_array_equal(a, b)
   assert not np.array_equal(runs[0][0], runs[0][1])  # The step counter moves on.
   np.testing.assert_array_equal(  # Step k uses the stateless seed (seed, k).
-      runs[0][2], cg.tensorflow.bernoulli_mask_sampled(P, FEATURES, tf.constant([3, 2])))
+      runs[0][2], cg.tensorflow.bernoulli_mask_sampled(P, FEATURES, tf.constant([3, 2]),
+                                                       "philox"))
   assert int(eager.step.numpy()) == int(jitted.step.numpy()) == 3
-  other = attention_keras.BernoulliAttentionMask(seed=4)(P, FEATURES, training=True)
+  other = BernoulliAttentionMask(seed=4, generator="philox")(P, FEATURES, training=True)
   assert not np.array_equal(other.numpy(), runs[0][0])
 
 
 def test_keras_layer_trains_in_a_functional_model_with_unknown_batch():
   p_in, f_in = keras.Input((4, 4, 1)), keras.Input((4, 4, 2))
-  masked = attention_keras.BernoulliAttentionMask(seed=1)(p_in, f_in)
+  masked = BernoulliAttentionMask(seed=1)(p_in, f_in)
   model = keras.Model([p_in, f_in], keras.layers.Dense(1)(keras.layers.Flatten()(masked)))
   assert tuple(model.output.shape) == (None, 1)
   model.compile(optimizer="sgd", loss="mse")
@@ -69,24 +69,12 @@ def test_keras_layer_trains_in_a_functional_model_with_unknown_batch():
       model.layers[2])).get_config()["seed"] == 1
 
 
-def test_jax_function_matches_the_formula_and_the_keras_layer():
-  out, vjp = jax.vjp(lambda p, f: attention_jax.attention_mask(p, f, u=U), P, FEATURES)
-  dp, dfeatures = vjp(G)
-  m = (U < P).astype(np.float32)
-  np.testing.assert_array_equal(out, m * FEATURES)
-  np.testing.assert_allclose(dp, np.sum(G * FEATURES, -1, keepdims=True), rtol=1e-6)
-  np.testing.assert_array_equal(dfeatures, G * m)
-  keras_out = attention_keras.BernoulliAttentionMask()(P, FEATURES, training=True, u=U)
-  np.testing.assert_array_equal(out, keras_out.numpy())
-  np.testing.assert_array_equal(
-      attention_jax.attention_mask(P, FEATURES, training=False), P * FEATURES)
-
-
-def test_jax_function_is_reproducible_by_key_under_jit():
-  key = jax.random.key(2)
-  eager = attention_jax.attention_mask(P, FEATURES, key)
-  jitted = jax.jit(attention_jax.attention_mask)(P, FEATURES, key)
-  np.testing.assert_array_equal(eager, jitted)
-  np.testing.assert_array_equal(eager, cg.jax.bernoulli_mask_sampled(P, FEATURES, key))
-  with pytest.raises(cg.CrossgradError, match="needs a key"):
-    attention_jax.attention_mask(P, FEATURES)
+def test_philox_is_refused_off_tensorflow_and_bad_arguments_are_clear(monkeypatch):
+  with pytest.raises(cg.CrossgradError, match="unknown generator"):
+    BernoulliAttentionMask(generator="mt19937")
+  with pytest.raises(cg.CrossgradError, match="seed out of range"):
+    BernoulliAttentionMask(seed=-1)
+  layer = BernoulliAttentionMask(generator="philox")
+  monkeypatch.setattr(keras.backend, "backend", lambda: "jax")
+  with pytest.raises(cg.CrossgradError, match="philox generator is TensorFlow's"):
+    layer(P, FEATURES, training=True)

@@ -165,3 +165,24 @@ def test_registering_an_incomplete_backend_names_what_is_missing():
 def test_a_builtin_name_cannot_be_taken():
   with pytest.raises(cg.CrossgradError, match="built-in backend"):
     base.register(ToyBackend(name="jax"))
+
+
+class ToyArray:
+  """An array type of the toy framework (NumPy inside)."""
+
+  def __init__(self, values):
+    self.values = np.asarray(values)
+
+
+class ToyWithArrays(ToyBackend):
+  ARRAY_MODULES = (ToyArray.__module__,)
+
+
+def test_a_registered_backend_claims_its_arrays(toy):
+  import torch  # pylint: disable=g-import-not-at-top
+  assert base.backend_of(np.ones(2), ToyArray([1.0])) == "numpy"  # Not registered yet.
+  toy(kind=ToyWithArrays, name="toy_arrays")
+  assert isinstance(base.load("toy_arrays"), protocol.Arrays)
+  assert base.backend_of(np.ones(2), ToyArray([1.0])) == "toy_arrays"
+  assert base.backend_of(torch.ones(2), ToyArray([1.0])) == "torch"  # The first claimed.
+  assert base.backend_of(np.ones(2), 3.0) == "numpy"

@@ -2,7 +2,8 @@
 
 Every ``import`` counts, lazy ones inside functions included. ``registry/`` (definitions)
 imports no framework, no backend and no checker; ``backends/`` import only ``registry/``;
-the checker imports no framework directly (it loads backends by name); no package cycle.
+the checker imports no framework directly (it loads backends by name); no package cycle,
+and no cycle between files either (lazy imports included, so none hides one).
 """
 
 import ast
@@ -47,13 +48,16 @@ def _target(module: str) -> str | None:
   return "crossgrad"  # An attribute of the package itself (crossgrad.numpy, ...).
 
 
+def _library_files() -> list[pathlib.Path]:
+  return [path for path in ROOT.rglob("*.py")
+          if not SKIP & set(path.relative_to(ROOT).parts)
+          and not path.relative_to(ROOT).parts[0].startswith("bazel-")]
+
+
 def _graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
   packages: dict[str, set[str]] = {}
   frameworks: dict[str, set[str]] = {}
-  for path in ROOT.rglob("*.py"):
-    parts = path.relative_to(ROOT).parts
-    if SKIP & set(parts) or parts[0].startswith("bazel-"):
-      continue
+  for path in _library_files():
     node = _package(path)
     imports = _imports(path)
     packages.setdefault(node, set()).update(
@@ -116,7 +120,41 @@ def test_no_cycle_between_packages():
   assert _cycle(GRAPH) is None, " -> ".join(_cycle(GRAPH))
 
 
+def _module(path: pathlib.Path) -> str:
+  """A file's dotted module name (``crossgrad.sparse.data``; a package's is its folder's)."""
+  parts = path.relative_to(ROOT).with_suffix("").parts
+  return ".".join(("crossgrad",) + (parts[:-1] if parts[-1] == "__init__" else parts))
+
+
+def _file_graph() -> dict[str, set[str]]:
+  """Module -> the crossgrad modules it imports (``from m import name`` counts as m)."""
+  files = {_module(path): path for path in _library_files()}
+
+  def resolve(name: str) -> str | None:
+    while name and name not in files:
+      name = name.rpartition(".")[0]
+    return name or None
+
+  return {module: {resolve(name) for name in _imports(path)} - {None, module}
+          for module, path in files.items()}
+
+
+FILE_GRAPH = _file_graph()
+
+
+def test_the_file_graph_was_read():
+  assert "crossgrad.registry.errors" in FILE_GRAPH["crossgrad.sparse.data"]
+  assert "crossgrad.backends.base" in FILE_GRAPH["crossgrad.backends.jax"]
+
+
+def test_no_cycle_between_files():
+  assert _cycle(FILE_GRAPH) is None, " -> ".join(_cycle(FILE_GRAPH))
+
+
 def test_the_cycle_finder_finds_a_planted_cycle():
   planted = {k: set(v) for k, v in GRAPH.items()}
   planted["registry"] = {"checker"}
   assert _cycle(planted) is not None
+  files = {k: set(v) for k, v in FILE_GRAPH.items()}
+  files["crossgrad.registry.errors"] = {"crossgrad.sparse.data"}  # data imports errors.
+  assert {"crossgrad.registry.errors", "crossgrad.sparse.data"} <= set(_cycle(files) or ())

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.bernoulli import random_bits
-from crossgrad.layers import keras_attention_mask as attention_keras
+from crossgrad.layers import BernoulliAttentionMask
 
 # Known-answer vectors of Threefry-2x32-20 from Random123 (kat_vectors): key, counter, output.
 KNOWN_ANSWERS = [
@@ -90,7 +90,7 @@ def test_threefry_with_unknown_batch_size():
 def test_keras_layer_with_threefry_follows_jax_raw_keys():
   p = np.random.default_rng(1).uniform(size=(2, 6, 6, 1)).astype(np.float32)
   features = np.ones((2, 6, 6, 2), np.float32)
-  layer = attention_keras.BernoulliAttentionMask(seed=7, generator="threefry")
+  layer = BernoulliAttentionMask(seed=7, generator="threefry")
   for step in range(2):
     key = jax.random.wrap_key_data(jnp.array([7, step], jnp.uint32))
     np.testing.assert_array_equal(layer(p, features, training=True).numpy(),

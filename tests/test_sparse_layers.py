@@ -1,5 +1,6 @@
-"""Keras and JAX layer forms of the sparse convolutions: same values as the functions (and
-as each other, from the same weights), trainable, compilable with a reused rulebook."""
+"""The sparse convolution layers under Keras' TF backend (every backend: test_keras.py): the
+functions' values (TF's and JAX's, from the same weights), trainable, compilable with a
+reused rulebook."""
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.layers import jax_sparse_conv, keras_sparse_conv
+from crossgrad import layers
 
 
 def _dense(seed=0, shape=(12, 10, 2), fraction=0.2):
@@ -20,8 +21,8 @@ def _dense(seed=0, shape=(12, 10, 2), fraction=0.2):
 
 
 def _keras_net(x, book):
-  conv = keras_sparse_conv.SubmanifoldConv2D(4, 3, activation="relu", name="sub")
-  down = keras_sparse_conv.SparseConv2D(3, 2, strides=2, name="down")
+  conv = layers.SubmanifoldConv2D(4, 3, activation="relu", name="sub")
+  down = layers.SparseConv2D(3, 2, strides=2, name="down")
   return conv, down, down(conv(x, rulebook=book))
 
 
@@ -44,7 +45,7 @@ def test_keras_layers_compute_the_functions_and_train():
     return tape.gradient(loss, weights)
 
   assert all(float(tf.reduce_max(tf.abs(g))) > 0 for g in grads(x, book))
-  config = keras_sparse_conv.SparseConv2D.from_config(down.get_config()).get_config()
+  config = layers.SparseConv2D.from_config(down.get_config()).get_config()
   assert (config["strides"], config["filters"], config["kernel_size"]) == (2, 3, 2)
 
 
@@ -52,7 +53,7 @@ def test_keras_layers_inside_a_model():
   class Net(keras.Model):
     def __init__(self):
       super().__init__()
-      self.conv = keras_sparse_conv.SubmanifoldConv2D(4, 3, activation="relu")
+      self.conv = layers.SubmanifoldConv2D(4, 3, activation="relu")
       self.head = keras.layers.Dense(2)
 
     def call(self, x):
@@ -64,7 +65,7 @@ def test_keras_layers_inside_a_model():
   assert out.shape == (1, 2) and len(net.trainable_weights) == 4
 
 
-def test_jax_forms_match_the_keras_layers_from_the_same_weights():
+def test_jax_functions_match_the_keras_layers_from_the_same_weights():
   dense = _dense(2)
   x_tf = cg.SparseData.from_dense(tf.constant(dense))
   conv, down, want = _keras_net(x_tf, cg.sparse.submanifold_rulebook(x_tf, 3))
@@ -74,8 +75,9 @@ def test_jax_forms_match_the_keras_layers_from_the_same_weights():
   @jax.jit
   def forward(params, x):
     book = cg.sparse.submanifold_rulebook(x, 3)
-    y = jax_sparse_conv.submanifold(params[0], x, rulebook=book, activation=jax.nn.relu)
-    return jax_sparse_conv.sparse(params[1], y, stride=2, capacity=30)
+    y = cg.jax.submanifold_conv2d(x, params[0]["kernel"], params[0]["bias"], rulebook=book)
+    return cg.jax.sparse_conv2d(y.map(jax.nn.relu), params[1]["kernel"], params[1]["bias"], 2,
+                                stride=2, capacity=30)
 
   x = cg.SparseData.from_dense(jnp.asarray(dense))
   got = forward(params, x)
@@ -85,9 +87,3 @@ def test_jax_forms_match_the_keras_layers_from_the_same_weights():
   np.testing.assert_allclose(np.asarray(got.M)[:n], want.M.numpy(), rtol=1e-5, atol=1e-6)
   grads = jax.grad(lambda p: jnp.sum(forward(p, x).M ** 2))(params)
   assert all(float(jnp.abs(g).max()) > 0 for g in jax.tree_util.tree_leaves(grads))
-
-
-def test_jax_init_shapes_and_scale():
-  params = jax_sparse_conv.init(jax.random.PRNGKey(0), 3, 8, 16)
-  assert params["kernel"].shape == (3, 3, 8, 16) and params["bias"].shape == (16,)
-  np.testing.assert_allclose(float(jnp.std(params["kernel"])), np.sqrt(2 / 72), rtol=0.1)

@@ -1,5 +1,6 @@
 """The Bernoulli mask in torch: Threefry words equal jax.random.bits, the same mask as JAX
-and TensorFlow for the same seed (eagerly and compiled), and the torch.nn.Module layer."""
+and TensorFlow for the same seed (eagerly and compiled); the
+Keras layer under torch is checked in tests/test_keras.py."""
 
 import numpy as np
 import pytest
@@ -10,7 +11,6 @@ import jax  # pylint: disable=g-import-not-at-top,wrong-import-position
 import jax.numpy as jnp  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 import crossgrad as cg  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.layers import torch_attention_mask  # pylint: disable=wrong-import-position
 
 P = np.random.default_rng(0).uniform(size=(4, 8, 8, 1)).astype(np.float32)
 FEATURES = np.ones((4, 8, 8, 3), np.float32)
@@ -65,16 +65,3 @@ def test_bad_values_and_seeds_raise():
     cg.torch.bernoulli_mask_sampled(torch.as_tensor(bad), torch.as_tensor(FEATURES), 0)
   with pytest.raises(cg.CrossgradError, match="seed must be"):
     cg.torch.uniform_noise((3,), -1)
-
-
-def test_module_follows_jax_raw_keys_step_by_step():
-  layer = torch_attention_mask.BernoulliAttentionMask(seed=7)
-  p, features = torch.as_tensor(P[:2, :6, :6]), torch.as_tensor(FEATURES[:2, :6, :6, :2])
-  for step in range(2):
-    key = jax.random.wrap_key_data(jnp.array([7, step], jnp.uint32))
-    np.testing.assert_array_equal(
-        layer(p, features).numpy(),
-        np.asarray(cg.jax.bernoulli_mask_sampled(p.numpy(), features.numpy(), key)))
-  assert int(layer.step) == 2 and "step" in layer.state_dict()
-  layer.eval()
-  np.testing.assert_array_equal(layer(p, features).numpy(), (p * features).numpy())

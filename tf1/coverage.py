@@ -44,7 +44,7 @@ class Case:
     return tuple(draw(s) for s in self.shapes)
 
 
-def _cases() -> list[Case]:
+def _elementwise() -> list[Case]:
   nn, m = tf.nn, tf.math
   unary = {"abs": tf.abs, "neg": tf.negative, "exp": tf.exp, "expm1": m.expm1,
            "square": tf.square, "tanh": tf.tanh, "sigmoid": tf.sigmoid, "sin": tf.sin,
@@ -74,7 +74,12 @@ def _cases() -> list[Case]:
       ("scalar_mul", lambda a, b: 2.0 * a + b[0, 0], two),
       ("where", lambda a, b: tf.where(a > b, a, b), two))]
   cases.append(Case("binary", "pow", tf.pow, two, domain="positive"))
-  cases += [Case("reduction", n, f, ((3, 4, 2),)) for n, f in (
+  return cases
+
+
+def _structural() -> list[Case]:
+  nn = tf.nn
+  cases = [Case("reduction", n, f, ((3, 4, 2),)) for n, f in (
       ("sum", tf.reduce_sum), ("sum_axis", lambda x: tf.reduce_sum(x, axis=1)),
       ("sum_keepdims", lambda x: tf.reduce_sum(x, axis=[0, 2], keepdims=True)),
       ("mean", tf.reduce_mean), ("mean_axis", lambda x: tf.reduce_mean(x, axis=-1)),
@@ -118,8 +123,12 @@ def _cases() -> list[Case]:
        ((3, 3),)),
       ("trace", tf.linalg.trace, ((3, 3),)),
       ("diag_part", tf.linalg.diag_part, ((3, 3),)))]
-  image = ((2, 5, 5, 3),)
-  cases += [Case("nn", n, f, s) for n, f, s in (
+  return cases
+
+
+def _nn() -> list[Case]:
+  nn, image = tf.nn, ((2, 5, 5, 3),)
+  return [Case("nn", n, f, s) for n, f, s in (
       ("softmax", nn.softmax, ((3, 4),)), ("log_softmax", nn.log_softmax, ((3, 4),)),
       ("softmax_cross_entropy", lambda z, y: nn.softmax_cross_entropy_with_logits(
           tf.nn.softmax(y), z), ((3, 4), (3, 4))),
@@ -140,10 +149,9 @@ def _cases() -> list[Case]:
       ("avg_pool", lambda x: nn.avg_pool2d(x, 3, 2, "SAME"), image),
       ("top_k", lambda x: nn.top_k(x, 2).values, ((3, 4),)),
       ("sort", lambda x: tf.sort(x, axis=1), ((3, 4),)))]
-  return cases
 
 
-CASES = _cases()
+CASES = _elementwise() + _structural() + _nn()
 
 
 def _port(case: Case):

@@ -30,7 +30,6 @@ import tensorflow as tf
 from crossgrad.registry import op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
-from crossgrad.registry.opdef import _function_key
 from crossgrad.tf1 import drop_in
 from crossgrad.tf1 import jax_twin
 from crossgrad.tf1 import legacy
@@ -471,18 +470,11 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
       backward_not_differentiable=_not_differentiable(kind, grad, jax_backward),
       special_differences=_OP_TYPE_DIFFERENCES if kind == "op_type" else {})
   op_forward.port = impl
+  op_forward.defined_by = (forward, grad)  # What `register` compares: the legacy pair.
   if sample is not None and kind == "numpy":
     _check_deterministic(impl, sample)
   if not register:
     return op
-  if name in op_registry.names():
-    # Every port shares `op_forward`'s code, so compare the legacy functions instead.
-    existing = getattr(op_registry.get(name).forward, "port", None)
-    if existing is None or [_function_key(f) for f in (existing.forward, existing.grad)] != [
-        _function_key(f) for f in (forward, grad)]:
-      raise CrossgradError("name already registered with a different definition", op=name,
-                           argument="name", hint="Pick another name, or unregister the old op first")
-    return op_registry.get(name)
   return op_registry.register(op)
 
 

@@ -1,8 +1,10 @@
 """The Python Array API standard, revision 2024.12, written with core TensorFlow ops.
 
 A module namespace: ``xp.sum``, ``xp.linalg.solve``, ``xp.float32``... taking and returning
-plain ``tf.Tensor`` (no wrapper class), so ``tf.custom_gradient`` sees real tensors. It never
-switches on ``tf.experimental.numpy``'s NumPy behaviour and never relies on it.
+plain ``tf.Tensor``, so ``tf.custom_gradient`` sees real tensors. Inside an op's forward and
+backward the backend hands the standard's array object instead (``array_object``: a thin
+wrapper of ``tf.Tensor`` that exists only while the body runs or traces). It never switches on
+``tf.experimental.numpy``'s NumPy behaviour and never relies on it.
 
 Choices the standard leaves to the implementation:
 

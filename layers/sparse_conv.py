@@ -1,4 +1,4 @@
-"""Keras layers for sparse activations (`crossgrad.SparseData`, TensorFlow arrays).
+"""Keras layers for sparse activations (`crossgrad.SparseData` of the backend's tensors).
 
     conv = SubmanifoldConv2D(16, 3, activation="relu")
     down = SparseConv2D(32, 2, strides=2, activation="relu")
@@ -18,7 +18,7 @@ from __future__ import annotations
 import keras
 
 import crossgrad as cg
-from crossgrad.layers import _keras_backend
+from crossgrad.api import keras as cg_keras
 
 
 class _SparseLayer(keras.layers.Layer):
@@ -27,7 +27,6 @@ class _SparseLayer(keras.layers.Layer):
   def __init__(self, filters: int, kernel_size: int, activation=None,
                kernel_initializer="he_normal", bias_initializer="zeros", **kwargs):
     super().__init__(**kwargs)
-    _keras_backend.require_tensorflow(type(self).__name__)
     self._allow_non_tensor_positional_args = True  # pylint: disable=protected-access
     self.filters, self.kernel_size = int(filters), int(kernel_size)
     self.activation = keras.activations.get(activation)
@@ -45,7 +44,14 @@ class _SparseLayer(keras.layers.Layer):
     if not self.built:
       self.build(x.dense_shape)
       self.built = True
+    if keras.backend.backend() == "torch":
+      # Keras' torch call path takes a torch pytree node (`SparseData` is one) for a
+      # sequence and asks its len(); the layer needs none of that path's conversions.
+      return self.call(x, rulebook=rulebook)
     return super().__call__(x, rulebook=rulebook, **kwargs)
+
+  def _weights(self):
+    return cg_keras.tensor(self.kernel), cg_keras.tensor(self.bias)
 
   def _activate(self, y: cg.SparseData) -> cg.SparseData:
     return y.map(self.activation) if self.activation is not None else y
@@ -57,16 +63,18 @@ class _SparseLayer(keras.layers.Layer):
             "bias_initializer": keras.initializers.serialize(self.bias_initializer)}
 
 
+@keras.saving.register_keras_serializable(package="crossgrad")
 class SubmanifoldConv2D(_SparseLayer):
-  """`cg.tensorflow.submanifold_conv2d`: output sites = input sites (odd ``kernel_size``)."""
+  """``submanifold_conv2d``: output sites = input sites (odd ``kernel_size``)."""
 
   def call(self, x, rulebook=None):
-    return self._activate(cg.tensorflow.submanifold_conv2d(x, self.kernel, self.bias,
-                                                           rulebook=rulebook))
+    return self._activate(cg_keras.framework().submanifold_conv2d(
+        x, *self._weights(), rulebook=rulebook))
 
 
+@keras.saving.register_keras_serializable(package="crossgrad")
 class SparseConv2D(_SparseLayer):
-  """`cg.tensorflow.sparse_conv2d`: VALID, ``strides`` apart (a downsampling step when > 1);
+  """``sparse_conv2d``: VALID, ``strides`` apart (a downsampling step when > 1);
   ``capacity`` is the static output row count (None: exact eagerly, a safe bound in jit)."""
 
   def __init__(self, filters: int, kernel_size: int, strides: int = 1,
@@ -75,9 +83,9 @@ class SparseConv2D(_SparseLayer):
     self.strides, self.capacity = int(strides), capacity
 
   def call(self, x, rulebook=None):
-    return self._activate(cg.tensorflow.sparse_conv2d(
-        x, self.kernel, self.bias, self.kernel_size, stride=self.strides,
-        capacity=self.capacity, rulebook=rulebook))
+    return self._activate(cg_keras.framework().sparse_conv2d(
+        x, *self._weights(), self.kernel_size, stride=self.strides, capacity=self.capacity,
+        rulebook=rulebook))
 
   def get_config(self):
     return {**super().get_config(), "strides": self.strides, "capacity": self.capacity}

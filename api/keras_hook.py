@@ -1,0 +1,46 @@
+"""Makes crossgrad's Keras classes loadable by name as soon as Keras is imported.
+
+`keras.models.load_model` finds ``crossgrad>OpLayer`` (and the `crossgrad.layers`) only once
+they are registered, yet ``import crossgrad`` imports no framework. So `install` registers
+them at once where Keras is already imported, and otherwise right after Keras' own import
+finishes (a one-shot finder on `sys.meta_path`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+
+_REGISTERS = "crossgrad.layers"  # Imports crossgrad.api.keras and every layer.
+
+
+class _AfterKeras(importlib.abc.MetaPathFinder):
+  """Runs `_REGISTERS`'s import after the ``keras`` package's own, then removes itself."""
+
+  def find_spec(self, fullname, path, target=None):
+    del target
+    if fullname != "keras":
+      return None
+    sys.meta_path.remove(self)
+    spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+      return spec
+    run_keras = spec.loader.exec_module
+
+    def exec_module(module):
+      run_keras(module)
+      importlib.import_module(_REGISTERS)
+
+    spec.loader.exec_module = exec_module
+    return spec
+
+
+def install() -> None:
+  """Registers now if Keras is imported, else once it is (nothing if it is not installed)."""
+  if "keras" in sys.modules:
+    importlib.import_module(_REGISTERS)
+  elif importlib.util.find_spec("keras") is not None:
+    sys.meta_path.insert(0, _AfterKeras())

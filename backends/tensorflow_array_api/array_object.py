@@ -1,0 +1,321 @@
+"""The standard's array object for TensorFlow, inside an op's forward and backward.
+
+`Array` wraps a ``tf.Tensor`` while an op's body runs: its operators follow the standard's type
+promotion and Python-scalar rules (they are ``crossgrad.tensorflow.xp``'s functions: ``labels
+== xp.arange(n)`` with int32 labels compares as int64), ``shape`` is a tuple (None for an
+unknown dimension), and it has ``.T``, ``.mT``, ``ndim``, ``size``, ``dtype`` (xp's dtype
+objects, TensorFlow's own), ``device``, ``to_device``, ``__array_namespace__`` and the
+standard's indexing (integers, slices, ``...``, ``None``, integer arrays of any integer dtype
+and a boolean mask). `body_namespace` is the ``xp`` an op's body sees: ``crossgrad.tensorflow.xp``
+taking and giving `Array`. The backend wraps what enters the body (`wrap`) and unwraps what it
+returns (`unwrap`), so ``tf.custom_gradient`` and every caller see real tensors; TensorFlow's
+global NumPy behaviour is never switched on. Under ``tf.function`` the wrapper exists only while
+tracing: the graph holds the same TensorFlow ops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+_ENABLED = [True]
+
+
+@contextlib.contextmanager
+def native_tensors():
+  """Op bodies traced or run in this scope see plain tf.Tensor (for measuring the wrapper)."""
+  _ENABLED.append(False)
+  try:
+    yield
+  finally:
+    _ENABLED.pop()
+
+
+def enabled() -> bool:
+  return _ENABLED[-1]
+
+
+class Array:
+  """A tf.Tensor with the Array API standard's array object (see the module docstring)."""
+
+  __slots__ = ("tensor",)
+  __array_priority__ = 100  # NumPy defers to our reflected operators.
+
+  def __init__(self, tensor):
+    self.tensor = tensor
+
+  # Attributes.
+  @property
+  def dtype(self):
+    return self.tensor.dtype
+
+  @property
+  def shape(self):
+    dims = self.tensor.shape
+    return None if dims.rank is None else tuple(dims.as_list())
+
+  @property
+  def ndim(self):
+    return self.tensor.shape.rank
+
+  @property
+  def size(self):
+    shape = self.shape
+    return None if shape is None or None in shape else int(np.prod(shape, dtype=np.int64))
+
+  @property
+  def device(self):
+    return self.tensor.device
+
+  @property
+  def T(self):  # pylint: disable=invalid-name
+    return _call("permute_dims", self, tuple(range(self.ndim))[::-1])
+
+  @property
+  def mT(self):  # pylint: disable=invalid-name
+    return _call("matrix_transpose", self)
+
+  def __array_namespace__(self, *, api_version=None):
+    del api_version
+    return body_namespace()
+
+  def to_device(self, device, /, *, stream=None):
+    del stream
+    with tf.device(device):
+      return Array(tf.identity(self.tensor))
+
+  # Conversions (eager only, as for tf.Tensor).
+  def __bool__(self):
+    return bool(self.tensor)
+
+  def __int__(self):
+    return int(self.tensor)
+
+  def __float__(self):
+    return float(self.tensor)
+
+  def __complex__(self):
+    return complex(self.tensor.numpy())
+
+  def __index__(self):
+    return operator.index(self.tensor.numpy())
+
+  def __array__(self, dtype=None, copy=None):
+    del copy
+    return np.asarray(self.tensor, dtype=dtype)
+
+  def __tf_tensor__(self, dtype=None, name=None):
+    return tf.convert_to_tensor(self.tensor, dtype=dtype, name=name)
+
+  def __iter__(self):
+    return (Array(t) for t in self.tensor)
+
+  def __repr__(self):
+    return f"Array({self.tensor!r})"
+
+  def __getitem__(self, key):
+    if type(key) is tuple and all(type(k) in _BASIC for k in key) or type(key) in _BASIC:
+      return Array(self.tensor[key])  # Basic indexing: tf.Tensor's own.
+    return Array(_getitem(self.tensor, key))
+
+  def __setitem__(self, key, value):
+    raise TypeError("crossgrad's TensorFlow arrays are immutable (as jax.Array): build the "
+                    "result with xp.where, xp.concat or xp.segment_sum")
+
+  __hash__ = None
+
+
+_BASIC = (int, slice, type(Ellipsis), type(None))
+
+
+def _call(name, *args):
+  return wrap(getattr(_XP[0] or _load_xp(), name)(*unwrap(args)))
+
+
+def _binary(name):
+  def forward(self, other):
+    return _call(name, self, other)
+
+  def reflected(self, other):
+    return _call(name, other, self)
+
+  return forward, reflected
+
+
+def _same_dtype(t, other):
+  """``other`` as a tensor of ``t``'s dtype when that is the standard's result (an array of
+  the same dtype, or a Python float or int meeting a floating ``t``); else None."""
+  if type(other) is Array:
+    return other.tensor if other.tensor.dtype == t.dtype else None
+  if type(other) in (float, int) and t.dtype.is_floating:
+    return tf.constant(other, t.dtype)
+  return None
+
+
+def _fast_binary(name, tf_fn, floating_only=False):
+  """The standard's operator; TensorFlow's own op at once where no promotion is needed (the
+  graph is the same: xp's function calls that op after promoting)."""
+  slow, slow_reflected = _binary(name)
+
+  def forward(self, other):
+    t = self.tensor
+    if not floating_only or t.dtype.is_floating:
+      o = _same_dtype(t, other)
+      if o is not None:
+        return Array(tf_fn(t, o))
+    return slow(self, other)
+
+  def reflected(self, other):
+    t = self.tensor
+    if not floating_only or t.dtype.is_floating:
+      o = _same_dtype(t, other)
+      if o is not None:
+        return Array(tf_fn(o, t))
+    return slow_reflected(self, other)
+
+  return forward, reflected
+
+
+for _op, _name, _fn, _floating in (
+    ("add", "add", tf.math.add, False), ("sub", "subtract", tf.math.subtract, False),
+    ("mul", "multiply", tf.math.multiply, False), ("truediv", "divide", tf.math.truediv, True)):
+  _f, _r = _fast_binary(_name, _fn, _floating)
+  setattr(Array, f"__{_op}__", _f)
+  setattr(Array, f"__r{_op}__", _r)
+for _op, _name, _fn in (("eq", "equal", tf.math.equal), ("ne", "not_equal", tf.math.not_equal),
+                        ("lt", "less", tf.math.less), ("le", "less_equal", tf.math.less_equal),
+                        ("gt", "greater", tf.math.greater),
+                        ("ge", "greater_equal", tf.math.greater_equal)):
+  setattr(Array, f"__{_op}__", _fast_binary(_name, _fn)[0])
+for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder"),
+                   ("pow", "pow"), ("matmul", "matmul"), ("and", "bitwise_and"),
+                   ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                   ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")):
+  _f, _r = _binary(_name)
+  setattr(Array, f"__{_op}__", _f)
+  setattr(Array, f"__r{_op}__", _r)
+for _op, _name in (("neg", "negative"), ("pos", "positive"), ("abs", "abs"),
+                   ("invert", "bitwise_invert")):
+  setattr(Array, f"__{_op}__", lambda self, _name=_name: _call(_name, self))
+
+
+def _negative(self):
+  t = self.tensor
+  return Array(tf.math.negative(t)) if t.dtype.is_floating else _call("negative", self)
+
+
+Array.__neg__ = _negative
+
+
+def _is_array_index(k) -> bool:
+  return isinstance(k, (tf.Tensor, np.ndarray)) and (
+      k.shape.rank != 0 if isinstance(k, tf.Tensor) else k.ndim != 0 or k.dtype == bool
+  ) or isinstance(k, tf.Tensor) and k.dtype == tf.bool
+
+
+def _getitem(x, key):
+  """The standard's indexing of ``x``: tf.Tensor's basic indexing (0-D integer arrays of any
+  integer dtype), one boolean mask, or integer arrays on the leading axes (broadcast
+  together; negative ones count from the end)."""
+  key = key if isinstance(key, tuple) else (key,)
+  key = tuple(k.tensor if type(k) is Array else k for k in key)
+  arrays = [i for i, k in enumerate(key) if _is_array_index(k)]
+  if not arrays:
+    return x[tuple(tf.cast(k, tf.int64) if isinstance(k, tf.Tensor) else k for k in key)]
+  first = tf.convert_to_tensor(key[arrays[0]])
+  if first.dtype == tf.bool and len(key) == 1:
+    return tf.boolean_mask(x, first)
+  rest = key[len(arrays):]
+  if arrays != list(range(len(arrays))) or first.dtype == tf.bool or any(
+      k is not Ellipsis and k != slice(None) for k in rest):
+    raise IndexError("integer-array indexing takes integer arrays on the leading axes, "
+                     "followed by full slices only; a boolean mask indexes alone")
+  indices = [tf.cast(tf.convert_to_tensor(key[i]), tf.int64) for i in arrays]
+  shape = indices[0].shape
+  for i in indices[1:]:
+    shape = tf.broadcast_static_shape(shape, i.shape)
+  stacked = tf.stack([tf.broadcast_to(i, shape) for i in indices], axis=-1)
+  sizes = tf.shape(x, out_type=tf.int64)[:len(indices)]
+  return tf.gather_nd(x, tf.where(stacked < 0, stacked + sizes, stacked))
+
+
+_TYPES = (tf.Tensor, tf.Variable)
+
+
+def wrap(tree: Any) -> Any:
+  """tf.Tensor leaves of ``tree`` (tuples, lists, dicts, namedtuples) as `Array`."""
+  if isinstance(tree, _TYPES):
+    return Array(tree)
+  kind = type(tree)
+  if kind is tuple or kind is list:
+    return kind(wrap(t) for t in tree)
+  if kind is dict:
+    return {k: wrap(v) for k, v in tree.items()}
+  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+    return kind(*(wrap(t) for t in tree))
+  return tree
+
+
+def unwrap(tree: Any) -> Any:
+  """`Array` leaves of ``tree`` as their tf.Tensor."""
+  kind = type(tree)
+  if kind is Array:
+    return tree.tensor
+  if kind is tuple or kind is list:
+    return kind(unwrap(t) for t in tree)
+  if kind is dict:
+    return {k: unwrap(v) for k, v in tree.items()}
+  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+    return kind(*(unwrap(t) for t in tree))
+  return tree
+
+
+_XP = [None]
+
+
+def _load_xp():
+  from crossgrad.backends import tensorflow  # pylint: disable=import-outside-toplevel
+  _XP[0] = tensorflow.xp
+  return _XP[0]
+
+
+class BodyNamespace:
+  """``crossgrad.tensorflow.xp`` (or its ``linalg``/``fft``) taking and giving `Array`."""
+
+  def __init__(self, xp: Any):
+    self._xp = xp
+    self.__name__ = getattr(xp, "__name__", "crossgrad.tensorflow.xp")
+
+  def __getattr__(self, name: str) -> Any:
+    value = getattr(self._xp, name)
+    if name in ("linalg", "fft"):
+      value = BodyNamespace(value)
+    elif callable(value) and not isinstance(value, tf.DType):
+      value = _arrays_in_and_out(value)
+    setattr(self, name, value)  # Later lookups skip __getattr__.
+    return value
+
+  def __dir__(self):
+    return dir(self._xp)
+
+
+def _arrays_in_and_out(fn):
+  def call(*args, **kwargs):
+    return wrap(fn(*unwrap(args), **unwrap(kwargs)) if kwargs else fn(*unwrap(args)))
+  call.__name__ = call.__qualname__ = getattr(fn, "__name__", "call")
+  call.__doc__ = fn.__doc__
+  return call
+
+
+_BODY = [None]
+
+
+def body_namespace() -> BodyNamespace:
+  """The ``xp`` of an op's body (one instance)."""
+  if _BODY[0] is None:
+    _BODY[0] = BodyNamespace(_XP[0] or _load_xp())
+  return _BODY[0]

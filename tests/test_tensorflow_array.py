@@ -1,0 +1,154 @@
+"""The standard's array object inside TensorFlow op bodies (backends/tensorflow_array_api/array_object.py):
+its semantics against NumPy's, real tensors at the op boundary, and built-in ops' graphs and
+optimised HLO unchanged by the wrapper."""
+
+import collections
+import contextlib
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import crossgrad as cg
+from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
+from crossgrad.benchmarks import hlo
+from crossgrad.registry.ops import BUILTIN
+
+xp = tensorflow_array.body_namespace()
+nxp = cg.numpy.xp
+
+
+def _array(x):
+  return tensorflow_array.Array(tf.constant(x))
+
+
+def test_operators_promote_as_the_standard():
+  labels = np.array([0, 2, 1], np.int32)
+  got = xp.expand_dims(_array(labels), axis=-1) == xp.arange(3)  # int32 against int64.
+  np.testing.assert_array_equal(np.asarray(got), labels[:, None] == np.arange(3))
+  x8, x64 = np.array([1, -2, 3], np.int8), np.array([4, 5, 6], np.int64)
+  for op in ("__add__", "__sub__", "__mul__", "__floordiv__", "__mod__", "__and__",
+             "__or__", "__xor__", "__lshift__", "__lt__", "__ne__"):
+    got = getattr(_array(x8), op)(_array(np.abs(x64)))
+    expected = getattr(x8, op)(np.abs(x64))
+    assert got.dtype.name == expected.dtype.name, op
+    np.testing.assert_array_equal(np.asarray(got), expected, err_msg=op)
+
+
+def test_python_scalars_take_the_array_dtype():
+  x = _array(np.array([1.0, 2.0], np.float32))
+  for got in (x * 2.0, 2.0 * x, x + 1, 1 - x, x / 4, 2 ** x, x ** 2, -x, +x, abs(-x)):
+    assert got.dtype == xp.float32
+  i = _array(np.array([7, -7], np.int8))
+  for got, expected in ((i // 2, [3, -4]), (i % 3, [1, 2]), (i << 1, [14, -14]), (~i, [-8, 6])):
+    assert got.dtype == xp.int8
+    np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def test_attributes():
+  x = _array(np.arange(24.0).reshape(2, 3, 4))
+  assert x.shape == (2, 3, 4) and type(x.shape) is tuple
+  assert (x.ndim, x.size, x.dtype) == (3, 24, xp.float64)
+  assert x.mT.shape == (2, 4, 3) and x[0].T.shape == (4, 3)
+  assert "CPU" in x.device and x.__array_namespace__() is xp
+  assert x.to_device(x.device).shape == x.shape
+
+  @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+  def unknown(t):
+    a = tensorflow_array.Array(t)
+    assert a.shape == (None, 3) and a.size is None and a.ndim == 2
+    return t
+
+  unknown.get_concrete_function()
+
+
+def test_indexing():
+  base = np.arange(24.0).reshape(4, 6)
+  x = _array(base)
+  rows = np.array([3, -1, 0], np.int8)
+  cases = [(x[1], base[1]), (x[1:3, ::2], base[1:3, ::2]), (x[..., -1], base[..., -1]),
+           (x[None, 2], base[None, 2]), (x[_array(np.int16(2))], base[2]),
+           (x[_array(rows)], base[rows]), (x[_array(rows), :], base[rows, :]),
+           (x[_array(rows), _array(np.array([0, 5, 1]))], base[rows, [0, 5, 1]]),
+           (x[x > 10.0], base[base > 10.0])]
+  for got, expected in cases:
+    np.testing.assert_array_equal(np.asarray(got), expected)
+  with pytest.raises(TypeError, match="immutable"):
+    x[0] = 1.0
+
+
+def _labelled_forward(xp_, logits, labels):
+  n = logits.shape[-1]
+  hit = xp_.expand_dims(labels, axis=-1) == xp_.arange(n)  # Needs the standard's promotion.
+  return xp_.sum(xp_.where(hit, -logits, 0.0), axis=-1), (hit,)
+
+
+def _labelled_backward(xp_, residuals, g):
+  (hit,) = residuals
+  assert type(hit.shape) is tuple  # The array object in the backward too.
+  return -xp_.astype(hit, g.dtype) * g[:, None], None
+
+
+LABELLED = cg.OpDef("labelled_pick", _labelled_forward, _labelled_backward,
+                    nondiff=("labels",),
+                    sample=lambda rng: (rng.standard_normal((3, 4)),
+                                        np.array([0, 3, 1], np.int32)))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_an_op_written_for_the_array_object_runs_and_sees_real_tensors_outside(jit):
+  op = cg.tensorflow.get(LABELLED)
+  logits, labels = tf.constant(np.arange(12.0).reshape(3, 4)), tf.constant([0, 3, 1])
+  labels = tf.cast(labels, tf.int32)
+
+  def run(a, b):
+    with tf.GradientTape() as tape:
+      tape.watch(a)
+      out = op(a, b)
+    return out, tape.gradient(out, a)
+
+  out, grad = (tf.function(run, jit_compile=True) if jit else run)(logits, labels)
+  assert isinstance(out, tf.Tensor) and isinstance(grad, tf.Tensor)
+  np.testing.assert_array_equal(out.numpy(), [-0.0, -7.0, -9.0])
+  np.testing.assert_array_equal(grad.numpy(), -np.eye(4)[[0, 3, 1]])
+
+
+CASES = [(op, op.resolve_params(p)) for op in BUILTIN for p in op.param_sets]
+IDS = [f"{op.name}-{i}" for op in BUILTIN for i, _ in enumerate(op.param_sets)]
+
+
+def _value_and_grad(op, params, inputs):
+  fn = cg.tensorflow.get(op, **params)
+
+  def run(*args):
+    with tf.GradientTape() as tape:
+      diff = [args[i] for i in op.diff_argnums]
+      tape.watch(diff)
+      outs = fn(*args)
+    return outs, tape.gradient(outs, diff)
+
+  return run
+
+
+def _graph_ops(concrete):
+  """Op types of a concrete function's graph and every function it calls."""
+  graph = concrete.graph.as_graph_def()
+  ops = collections.Counter(node.op for node in graph.node)
+  for function in graph.library.function:
+    ops.update(node.op for node in function.node_def)
+  return ops
+
+
+@pytest.mark.parametrize("op, params", CASES, ids=IDS)
+def test_built_in_ops_compile_to_the_same_graph_and_hlo(op, params):
+  inputs = [tf.constant(x) for x in op.sample(np.random.default_rng(0))]
+  compiled = {}
+  for wrapped in (True, False):
+    with contextlib.nullcontext() if wrapped else tensorflow_array.native_tensors():
+      graph = tf.function(_value_and_grad(op, params, inputs))
+      xla = tf.function(_value_and_grad(op, params, inputs), jit_compile=True)
+      compiled[wrapped] = (_graph_ops(graph.get_concrete_function(*inputs)),
+                           hlo.summary(xla.experimental_get_compiler_ir(*inputs)(
+                               stage="optimized_hlo"))["signature"])
+  assert compiled[True][0] == compiled[False][0]
+  assert compiled[True][1] == compiled[False][1]
