@@ -159,7 +159,9 @@ def _via_signed(fn, x, *args, **kwargs):
 
 
 def _is_float(x):
-  return x.dtype in _REAL_FLOATING
+  """Real floating, float16 and bfloat16 (beyond the standard) included: rounding, NaN
+  tests and NaN propagation apply to them too."""
+  return x.dtype in _REAL_FLOATING or x.dtype in (tf.float16, tf.bfloat16)
 
 
 def _is_complex(x):
