@@ -92,6 +92,7 @@ xp = Namespace(NAME, tensorflow_array_api, extensions={
     "one_hot": lambda x, num_classes, /, *, dtype: tf.one_hot(x, num_classes, dtype=dtype),
     "unbroadcast": _unbroadcast,
 })
+tensorflow_array.use_namespace(xp)
 
 
 def spec_of(x: Any) -> validation.ArraySpec:

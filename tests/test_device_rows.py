@@ -12,6 +12,7 @@ import crossgrad as cg
 from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import engine
+from crossgrad.checker.report import RowContext
 
 NAMES = ["output 0", "dx"]
 MODES = {"tensorflow": {"eager", "graph", "jit"}, "jax": {"eager", "jit"}}
@@ -98,10 +99,9 @@ def test_device_row_fails_when_devices_disagree():
   outputs = (np.ones((2, 3), np.float32),)
   first = ("cpu:0", (outputs, (np.full((2, 3), 0.2, np.float32),)))
   row = engine._device_row  # pylint: disable=protected-access
-  same = row(op, "-", "jax", "cpu:1", "float32", "jit",
-             (outputs, (np.full((2, 3), 0.2, np.float32),)), first, NAMES, 1e-5)
-  differs = row(op, "-", "jax", "cpu:1", "float32", "jit",
-                (outputs, (np.full((2, 3), 0.21, np.float32),)), first, NAMES, 1e-5)
+  context = RowContext(op.name, "-", "jax", "cpu:1", "float32", "jit")
+  same = row(context, (outputs, (np.full((2, 3), 0.2, np.float32),)), first, NAMES, 1e-5)
+  differs = row(context, (outputs, (np.full((2, 3), 0.21, np.float32),)), first, NAMES, 1e-5)
   assert same.ok and same.error == 0 and same.note == "vs cpu:0: bitwise equal"
   assert not differs.ok and "dx" in differs.note
   np.testing.assert_allclose(differs.error, 0.01 / 0.21, rtol=1e-5)

@@ -14,6 +14,7 @@ from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_a
 from crossgrad.benchmarks import hlo
 from crossgrad.registry.ops import BUILTIN
 
+_ = cg.tensorflow  # Loading the backend hands the array object its xp.
 xp = tensorflow_array.body_namespace()
 nxp = cg.numpy.xp
 

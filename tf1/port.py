@@ -195,6 +195,7 @@ class _Port:
     return list(self._tf_call(self._tf_forward, "the TF forward")(*inputs))
 
   def run_forward(self, xp, inputs, params):
+    inputs = _legacy_arrays(xp, inputs)
     if self.kind == "op_type":
       outputs = [self.forward.forward(xp, *inputs, **params)]
     elif self.kind == "tensorflow":
@@ -290,11 +291,20 @@ class _Port:
     upstream = (g,) if self.num_outputs == 1 else tuple(g)
     upstream = [xp.zeros_like(o) if u is None else u for u, o in zip(upstream, outputs)]
     if xp.backend == "tensorflow":
+      inputs, outputs, upstream = (_legacy_arrays(xp, a) for a in (inputs, outputs, upstream))
       return tuple(self.tf_grads(inputs, outputs, upstream))
     flat = (*inputs, *outputs, *upstream)
     diff = iter(self._numpy_flat(*flat) if xp.backend == "numpy" else
                 self.jax_grads(xp, flat))
     return tuple(None if i in self.nondiff else next(diff) for i in range(self.n_inputs))
+
+
+def _legacy_arrays(xp, arrays):
+  """TensorFlow's own tensors for legacy TF code, which reads TensorShapes: an op's body in
+  TensorFlow holds the standard's array object, which converts through ``__tf_tensor__``."""
+  if xp.backend != "tensorflow":
+    return arrays
+  return [tf.convert_to_tensor(x) for x in arrays]
 
 
 def _kind(name, forward, grad, framework):

@@ -133,7 +133,7 @@ _BASIC = (int, slice, type(Ellipsis), type(None))
 
 
 def _call(name, *args):
-  return wrap(getattr(_XP[0] or _load_xp(), name)(*unwrap(args)))
+  return wrap(getattr(_namespace(), name)(*unwrap(args)))
 
 
 def _binary(name):
@@ -277,9 +277,17 @@ def unwrap(tree: Any) -> Any:
 _XP = [None]
 
 
-def _load_xp():
-  from crossgrad.backends import tensorflow  # pylint: disable=import-outside-toplevel
-  _XP[0] = tensorflow.xp
+def use_namespace(xp: Any) -> None:
+  """Makes ``xp`` (``crossgrad.tensorflow.xp``, handed over by the backend as it loads) the
+  namespace the array's methods and op bodies call."""
+  _XP[0] = xp
+  _BODY[0] = None
+
+
+def _namespace() -> Any:
+  if _XP[0] is None:
+    raise RuntimeError("the TensorFlow backend is not loaded: load it (crossgrad.tensorflow) "
+                       "before using its array object")
   return _XP[0]
 
 
@@ -317,5 +325,5 @@ _BODY = [None]
 def body_namespace() -> BodyNamespace:
   """The ``xp`` of an op's body (one instance)."""
   if _BODY[0] is None:
-    _BODY[0] = BodyNamespace(_XP[0] or _load_xp())
+    _BODY[0] = BodyNamespace(_namespace())
   return _BODY[0]
