@@ -119,7 +119,7 @@ def _computed_wider(fn: Callable[..., Any]) -> Callable[..., Any]:
     wide = COMPUTE_DTYPES[narrow.name]
     outputs, vjp_fn = fn(op, *(x.astype(wide) if b else x for x, b in zip(inputs, low)),
                          **params)
-    chosen = params.get("dtype")  # A `dtype` parameter chooses the outputs' dtype: kept.
+    chosen = get(op, **params).params.get("dtype")  # It chooses the outputs' dtype: kept.
     rounded_out = lambda x: x.astype(narrow) if x.dtype == wide and chosen != x.dtype else x
     rounded = lambda x: x.astype(narrow) if x is not None and x.dtype == wide else x
 

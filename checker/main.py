@@ -42,7 +42,10 @@ _OPS = flags.DEFINE_list("ops", None, "Ops to check (default: every registered o
 _BACKENDS = flags.DEFINE_list("backends", base.default_backends(),
                               "Backends compared with the NumPy reference (default: "
                               "tensorflow, jax, and torch where installed).")
-_DTYPES = flags.DEFINE_list("dtypes", ["float32", "float64"], "Floating dtypes to check.")
+_DTYPES = flags.DEFINE_list(
+    "dtypes", ["float32", "float64"], "Floating dtypes to check: float16, bfloat16, float32, "
+    "float64 (complex inputs take complex64 with float32, complex128 with float64; "
+    "docs/dtypes.md).")
 _DEVICES = flags.DEFINE_list("devices", ["all"],
                              "'all', platforms (cpu, gpu, tpu, cuda) or device names (gpu:0, "
                              "cuda:0).")

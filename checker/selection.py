@@ -20,7 +20,9 @@ from crossgrad.registry import op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
-DTYPES = ("float16", "bfloat16", "float32", "float64")  # What the NumPy reference computes in.
+# What the cross-check casts floating inputs to (bfloat16: computed in float32 by the
+# reference and rounded; complex inputs take the complex dtype of the same precision).
+DTYPES = ("float16", "bfloat16", "float32", "float64")
 PLATFORMS = ("cpu", "gpu", "tpu")
 
 
@@ -92,6 +94,10 @@ def check(opdefs: Sequence[OpDef], modules: dict[str, Any], dtypes: Sequence[str
       raise unknown(_name("dtypes", flags), value, DTYPES)
   if not dtypes:
     raise nothing_to_check(_name("dtypes", flags), "no dtype selected")
+  if "bfloat16" in dtypes and importlib.util.find_spec("ml_dtypes") is None:
+    raise CrossgradError("bfloat16 needs ml_dtypes (NumPy's bfloat16)",
+                         argument=_name("dtypes", flags), actual="'bfloat16'",
+                         hint="pip install ml_dtypes (JAX and TensorFlow install it)")
   wanted = [devices] if isinstance(devices, str) else list(devices)
   valid = _device_names(modules)
   for value in wanted:

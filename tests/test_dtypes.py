@@ -274,3 +274,16 @@ def test_bfloat16_cross_checks_in_every_framework():
                           dtypes=["bfloat16"], modes=["eager", "jit", "compile"])
   assert report.ok, report
   assert {r.dtype for r in report.rows if r.check == "vjp"} == {"bfloat16"}
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_tensorflow_namespace_rounds_and_finds_nan_in_16_bit_floats(dtype):
+  """The bfloat16 rows found TF's xp.round returning 16-bit inputs unrounded (and isnan
+  always False): they were not counted as floating."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  xp = cg.tensorflow.xp
+  x = tf.constant([0.484375, 1.5, -2.5, float("nan")], getattr(tf, dtype))
+  np.testing.assert_array_equal(np.asarray(xp.round(x).numpy(), np.float32),
+                                [0.0, 2.0, -2.0, np.nan])
+  np.testing.assert_array_equal(xp.isnan(x).numpy(), [False, False, False, True])
+  assert xp.finfo(x.dtype).bits == 16

@@ -7,6 +7,7 @@ import contextlib
 import math
 import operator
 
+import ml_dtypes  # NumPy's bfloat16, installed with TensorFlow.
 import numpy as np
 import tensorflow as tf
 
@@ -158,7 +159,9 @@ def _via_signed(fn, x, *args, **kwargs):
 
 
 def _is_float(x):
-  return x.dtype in _REAL_FLOATING
+  """Real floating, float16 and bfloat16 (beyond the standard) included: rounding, NaN
+  tests and NaN propagation apply to them too."""
+  return x.dtype in _REAL_FLOATING or x.dtype in (tf.float16, tf.bfloat16)
 
 
 def _is_complex(x):
@@ -205,9 +208,9 @@ def _dtype_of(type_):
 def finfo(type, /):  # pylint: disable=redefined-builtin
   d = _dtype_of(type)
   real = _REAL_OF.get(d, d)
-  if real not in _REAL_FLOATING:
+  if real not in _REAL_FLOATING + (tf.float16, tf.bfloat16):  # Beyond the standard too.
     raise TypeError(f"finfo needs a floating-point dtype, got {d!r}")
-  info = np.finfo(_np_dtype(real))
+  info = (ml_dtypes.finfo if real == tf.bfloat16 else np.finfo)(_np_dtype(real))
   return _finfo_t(_py_int(info.bits), _py_float(info.eps), _py_float(info.max),
                   _py_float(info.min), _py_float(info.smallest_normal), real)
 
