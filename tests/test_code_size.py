@@ -1,21 +1,15 @@
 """The developers' guide's size limits: no Python file over 1,000 lines and no function over
 80 (decorators excluded), over everything but the legacy fixtures in tests/testdata (code
-written like the TF1 projects crossgrad ports, Python 2 included). Exceptions are listed
-here with their reason; each must still be over the limit, so a fixed one leaves the list."""
+written like the TF1 projects crossgrad ports, Python 2 included). No exceptions."""
 
 import ast
 import functools
 import pathlib
 
-import pytest
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SKIP = {".venv", "_build", ".git", "out", "testdata"}
 MAX_FILE_LINES = 1000
 MAX_FUNCTION_LINES = 80
-EXCEPTIONS = {
-    "tf1/port.py:port": "issue 32 reworks tf1/port.py (helper i32tf1)",
-}
 
 
 def _files() -> list[pathlib.Path]:
@@ -53,13 +47,8 @@ def test_the_files_were_read():
 
 
 def test_no_file_or_function_over_the_limits():
-  over = {k: v for k, v in _all_oversized().items() if k not in EXCEPTIONS}
+  over = _all_oversized()
   assert not over, f"split these (lines): {over}"
-
-
-@pytest.mark.parametrize("name", sorted(EXCEPTIONS))
-def test_each_exception_is_still_needed(name):
-  assert name in _all_oversized(), f"{name} is within the limits now: remove its exception"
 
 
 def test_the_limits_catch_a_planted_long_function_and_file():

@@ -444,16 +444,7 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
   grad = legacy.resolve_grad(grad, op=name)
   label = forward.name if kind == "op_type" else legacy.qualname(forward)
   _check_grad(name, grad)
-  if stateful and kind == "numpy":
-    raise CrossgradError(
-        "a stateful NumPy forward cannot be ported", op=name, argument="stateful",
-        expected="False (the same inputs always give the same outputs)", actual=True,
-        hint="jax.pure_callback may skip, repeat or reorder calls, and the cross-check "
-             "compares runs; keep this op on crossgrad.tf1.py_func in TensorFlow, or make "
-             "its state (random keys, counters) an explicit input")
-  if jax_backward not in JAX_BACKWARDS:
-    raise CrossgradError("unknown jax_backward", op=name, argument="jax_backward",
-                         expected=" or ".join(JAX_BACKWARDS), actual=repr(jax_backward))
+  _check_options(name, kind, stateful, jax_backward)
   if kind == "op_type":
     names, params, num_outputs = tuple(input_names or forward.inputs), forward.params, 1
     sample = sample or (lambda rng: tuple(rng.standard_normal((3, 4)) for _ in names))
@@ -464,13 +455,7 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
   impl = _Port(name, kind, forward, grad, len(names), num_outputs, output_shapes,
                nondiff_argnums, jax_backward)
 
-  def op_forward(xp, *inputs, **kw):
-    return impl.run_forward(xp, inputs, kw)
-
-  op_forward.__signature__ = inspect.Signature(
-      [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in ("xp",) + names]
-      + [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v)
-         for k, v in params.items()])
+  op_forward = _forward_function(impl, names, params)
   op = OpDef(
       name=name, forward=op_forward, backward=impl.run_backward,
       gradient=gradient or ("declared" if kind == "op_type" else "exact"), sample=sample,
@@ -486,6 +471,34 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
   if not register:
     return op
   return op_registry.register(op)
+
+
+def _check_options(name: str, kind: str, stateful: bool, jax_backward: str) -> None:
+  """Raises `CrossgradError` for a stateful NumPy forward or an unknown ``jax_backward``."""
+  if stateful and kind == "numpy":
+    raise CrossgradError(
+        "a stateful NumPy forward cannot be ported", op=name, argument="stateful",
+        expected="False (the same inputs always give the same outputs)", actual=True,
+        hint="jax.pure_callback may skip, repeat or reorder calls, and the cross-check "
+             "compares runs; keep this op on crossgrad.tf1.py_func in TensorFlow, or make "
+             "its state (random keys, counters) an explicit input")
+  if jax_backward not in JAX_BACKWARDS:
+    raise CrossgradError("unknown jax_backward", op=name, argument="jax_backward",
+                         expected=" or ".join(JAX_BACKWARDS), actual=repr(jax_backward))
+
+
+def _forward_function(impl: _Port, names: Sequence[str], params: dict) -> Callable[..., Any]:
+  """The OpDef's ``forward(xp, *inputs, **params)``, with the port's input names and static
+  parameters as its signature (what OpDef reads them from)."""
+
+  def op_forward(xp, *inputs, **kw):
+    return impl.run_forward(xp, inputs, kw)
+
+  op_forward.__signature__ = inspect.Signature(
+      [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in ("xp", *names)]
+      + [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=v)
+         for k, v in params.items()])
+  return op_forward
 
 
 # TF's kernels (and XLA) and NumPy disagree on the sign of a zero result (relu, maximum and
