@@ -142,11 +142,18 @@ def _compiled_call(backend: _Backend, cache: dict, fn, *args, **kwargs):
     return fn(*args, **kwargs)  # asarray of Python data: nothing to compile.
   key = (fn, repr(skeleton))
   if key not in cache:
-    def body(*traced, skeleton=skeleton):
-      a, k = _join(skeleton, traced)
-      return fn(*a, **k)
-    cache[key] = backend.compile(body)
+    # The skeleton is a closure, not a default argument: tf.function reads defaults as
+    # inputs and turns a Python complex NaN such as -0 + NaN j into NaN + 0j.
+    cache[key] = backend.compile(_joining(fn, skeleton))
   return cache[key](*arrays)
+
+
+def _joining(fn, skeleton):
+  """``fn`` of the arrays put back into ``skeleton``."""
+  def body(*traced):
+    a, k = _join(skeleton, traced)
+    return fn(*a, **k)
+  return body
 
 
 def _vmapped_call(backend: _Backend, fn, *args, **kwargs):
@@ -157,11 +164,7 @@ def _vmapped_call(backend: _Backend, fn, *args, **kwargs):
   if not arrays:
     return fn(*args, **kwargs)
 
-  def body(*traced):
-    a, k = _join(skeleton, traced)
-    return fn(*a, **k)
-
-  out = backend.vmap(body, [backend.stack(a) for a in arrays])
+  out = backend.vmap(_joining(fn, skeleton), [backend.stack(a) for a in arrays])
   return backend.map(lambda x: x[0], out)
 
 
