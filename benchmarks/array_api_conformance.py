@@ -55,6 +55,10 @@ NAMESPACES = {
     "jax": "exec('import crossgrad; xp = crossgrad.jax.xp')",
     "tensorflow": "exec('import crossgrad; xp = crossgrad.tensorflow.xp')",
     "torch": "exec('import crossgrad; xp = crossgrad.torch.xp')",
+    # What an op's body sees in TensorFlow: xp taking and giving the standard's array object.
+    "tensorflow-array": "exec('import crossgrad; crossgrad.tensorflow.xp; "
+                        "from crossgrad.backends.tensorflow_array_api import array_object; "
+                        "xp = array_object.body_namespace()')",
     # No data-dependent shapes (a compiled mode's selection): NumPy's own, the baseline.
     "numpy-native-static": "numpy",
 }
