@@ -10,7 +10,8 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
   ``torch.result_type``, which Dynamo refuses ("torch.* op returned non-Tensor"); here the
   dtype is decided in Python (``torch.promote_types``), and the scalar becomes a tensor of
   that dtype (so ``maximum(0.5, x)`` and ``logaddexp(x, 0.0)`` work in every mode).
-- ``remainder`` of floats: a zero result has ``x2``'s sign, as Python's ``%``.
+- ``remainder`` of floats: a zero result has ``x2``'s sign, as Python's ``%``;
+  ``floor_divide`` with an infinite operand: ``floor(x1 / x2)`` (torch's gives NaN and -1).
 - ``sign``: NaN stays NaN, complex ``x / |x|`` with ``sign(0) = 0``, by ``where``
   (array_api_compat assigns through a boolean mask, which vmap refuses).
 - ``take_along_axis``, ``searchsorted``'s ``sorter``, ``repeat``'s ``repeats``: indices of
@@ -115,6 +116,20 @@ def remainder(x1, x2, /):
     return out
   divisor = x2 if isinstance(x2, torch.Tensor) else torch.tensor(x2, dtype=out.dtype)
   return torch.where(out == 0, torch.copysign(torch.zeros_like(out), divisor), out)
+
+
+_torch_floor_divide = _binary(compat.floor_divide)
+
+
+def floor_divide(x1, x2, /):
+  """With an infinite operand, ``floor(x1 / x2)``: +-infinity, or a zero signed as the
+  quotient, as the standard says (torch's gives NaN and -1)."""
+  out = _torch_floor_divide(x1, x2)
+  if not out.dtype.is_floating_point:
+    return out
+  x1, x2 = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=out.dtype)
+            for x in (x1, x2))
+  return torch.where(torch.isinf(x1) | torch.isinf(x2), torch.floor(x1 / x2), out)
 
 
 def sign(x, /):
@@ -257,6 +272,7 @@ def __array_namespace_info__():  # pylint: disable=invalid-name
 
 FIXES = {
     "__array_namespace_info__": __array_namespace_info__, "remainder": remainder,
+    "floor_divide": floor_divide,
     "finfo": finfo, "iinfo": iinfo,
     "result_type": result_type, "sign": sign, "take_along_axis": take_along_axis,
     "searchsorted": searchsorted, "repeat": repeat, "squeeze": squeeze, "asarray": asarray,
@@ -265,5 +281,6 @@ FIXES = {
     "std": _fractional_correction(compat.std, root=True),
     **{name: _unsigned_sums(getattr(compat, name))
        for name in ("sum", "prod", "cumulative_prod")},
-    **{name: _binary(getattr(compat, name)) for name in BINARY if name != "remainder"},
+    **{name: _binary(getattr(compat, name)) for name in BINARY
+       if name not in ("remainder", "floor_divide")},
 }

@@ -132,3 +132,14 @@ def test_unsigned_sums_give_uint64(dtype):
     np.testing.assert_array_equal(out.to(torch.int64).numpy().astype(np.uint64), expected)
   assert [type(f(torch.ones(2), torch.ones(2))) for f in (xp.meshgrid, xp.broadcast_arrays)
           ] == [list, list]
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
+def test_floor_divide_with_infinities(mode):
+  """The standard's values (NumPy's own gives NaN for the first four)."""
+  x1 = np.array([math.inf, math.inf, -math.inf, 3.0, -3.0, 3.0, 7.5, -7.5])
+  x2 = np.array([2.0, -2.0, 2.0, -math.inf, math.inf, math.inf, 2.0, 2.0])
+  expected = np.array([math.inf, -math.inf, -math.inf, -0.0, -0.0, 0.0, 3.0, -4.0])
+  out = _modes(xp.floor_divide)[mode](torch.from_numpy(x1), torch.from_numpy(x2)).numpy()
+  np.testing.assert_array_equal(out, expected)
+  np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
