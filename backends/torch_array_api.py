@@ -12,6 +12,7 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
   that dtype (so ``maximum(0.5, x)`` and ``logaddexp(x, 0.0)`` work in every mode).
 - ``remainder`` of floats: a zero result has ``x2``'s sign, as Python's ``%``;
   ``floor_divide`` with an infinite operand: ``floor(x1 / x2)`` (torch's gives NaN and -1).
+- complex ``expm1``, ``log1p`` and ``acos``: the standard's values at infinities and zeros.
 - ``sign``: NaN stays NaN, complex ``x / |x|`` with ``sign(0) = 0``, by ``where``
   (array_api_compat assigns through a boolean mask, which vmap refuses).
 - ``take_along_axis``, ``searchsorted``'s ``sorter``, ``repeat``'s ``repeats``: indices of
@@ -130,6 +131,29 @@ def floor_divide(x1, x2, /):
   x1, x2 = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=out.dtype)
             for x in (x1, x2))
   return torch.where(torch.isinf(x1) | torch.isinf(x2), torch.floor(x1 / x2), out)
+
+
+def expm1(x, /):
+  """Complex: ``exp(x) - 1`` where a part is not finite (torch's expm1 gives NaN there; exp
+  has the standard's special values, and subtracting 1 keeps them)."""
+  if not x.dtype.is_complex:
+    return torch.expm1(x)
+  return torch.where(torch.isfinite(x), torch.expm1(x), torch.exp(x) - 1)
+
+
+def log1p(x, /):
+  """Complex: ``log(1 + x)`` where a part is infinite (torch's log1p gives NaN there)."""
+  if not x.dtype.is_complex:
+    return torch.log1p(x)
+  return torch.where(torch.isinf(x), torch.log(1 + x), torch.log1p(x))
+
+
+def acos(x, /):
+  """Complex: ``acos(+-0 + 0j)`` is ``pi/2 - 0j`` (conjugated for ``-0j``); torch's ``+0j``."""
+  out = torch.acos(x)
+  if not x.dtype.is_complex:
+    return out
+  return torch.where(x == 0, torch.complex(torch.real(out), -torch.imag(x)), out)
 
 
 def sign(x, /):
@@ -272,7 +296,7 @@ def __array_namespace_info__():  # pylint: disable=invalid-name
 
 FIXES = {
     "__array_namespace_info__": __array_namespace_info__, "remainder": remainder,
-    "floor_divide": floor_divide,
+    "floor_divide": floor_divide, "expm1": expm1, "log1p": log1p, "acos": acos,
     "finfo": finfo, "iinfo": iinfo,
     "result_type": result_type, "sign": sign, "take_along_axis": take_along_axis,
     "searchsorted": searchsorted, "repeat": repeat, "squeeze": squeeze, "asarray": asarray,

@@ -143,3 +143,24 @@ def test_floor_divide_with_infinities(mode):
   out = _modes(xp.floor_divide)[mode](torch.from_numpy(x1), torch.from_numpy(x2)).numpy()
   np.testing.assert_array_equal(out, expected)
   np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
+
+
+@pytest.mark.parametrize("mode", ["eager", "vmap"])
+def test_complex_special_values(mode):
+  """The standard's special cases (C99), where torch's kernels give NaN or +0j."""
+  inf, nan = math.inf, math.nan
+  cases = {
+      "expm1": [(complex(inf, 0.0), complex(inf, 0.0)), (complex(-inf, inf), complex(-1.0, 0.0)),
+                (complex(-inf, nan), complex(-1.0, 0.0)), (complex(nan, 0.0), complex(nan, 0.0)),
+                (complex(inf, nan), complex(inf, nan)), (1e-10 + 0j, math.expm1(1e-10) + 0j)],
+      "log1p": [(complex(inf, nan), complex(inf, nan)), (complex(nan, inf), complex(inf, nan)),
+                (complex(-inf, 1.0), complex(inf, math.pi)), (1e-10 + 0j, math.log1p(1e-10) + 0j)],
+      "acos": [(0j, complex(math.pi / 2, -0.0)), (complex(-0.0, -0.0), complex(math.pi / 2, 0.0))],
+  }
+  for name, pairs in cases.items():
+    z = torch.tensor([p[0] for p in pairs], dtype=torch.complex128)
+    got = _modes(getattr(xp, name))[mode](z).numpy()
+    for g, (_, w) in zip(got, pairs):
+      for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
+        assert (math.isnan(gp) and math.isnan(wp)) or (
+            gp == wp and math.copysign(1, gp) == math.copysign(1, wp)), (name, g, w)
