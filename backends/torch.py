@@ -151,7 +151,7 @@ def _full(shape, fill_value, *, dtype=None, device=None):
 
 
 def _asarray(obj, /, *, dtype=None, device=None, copy=None):
-  return compat.asarray(obj, dtype=as_dtype(dtype), device=device, copy=copy)
+  return torch_array_api.asarray(obj, dtype=as_dtype(dtype), device=device, copy=copy)
 
 
 def _cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
