@@ -11,17 +11,21 @@ from __future__ import annotations
 import torch
 
 
-class LeakyRelu(torch.autograd.Function):
-  """``where(x > 0, x, 0.2 x)``."""
-
-  @staticmethod
-  def forward(x):
-    return torch.where(x > 0, x, 0.2 * x)
+class _SavesInput(torch.autograd.Function):
+  """A function of one input whose backward reads that input."""
 
   @staticmethod
   def setup_context(ctx, inputs, output):
     del output
     ctx.save_for_backward(inputs[0])
+
+
+class LeakyRelu(_SavesInput):
+  """``where(x > 0, x, 0.2 x)``."""
+
+  @staticmethod
+  def forward(x):
+    return torch.where(x > 0, x, 0.2 * x)
 
   @staticmethod
   def backward(ctx, g):
@@ -65,17 +69,12 @@ class SteQuantize(torch.autograd.Function):
     return g
 
 
-class SteSign(torch.autograd.Function):
+class SteSign(_SavesInput):
   """``sign(x)``, gradient ``g`` where ``|x| <= 1`` (larq's ``ste_sign``)."""
 
   @staticmethod
   def forward(x):
     return torch.sign(x)
-
-  @staticmethod
-  def setup_context(ctx, inputs, output):
-    del output
-    ctx.save_for_backward(inputs[0])
 
   @staticmethod
   def backward(ctx, g):
