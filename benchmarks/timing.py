@@ -134,7 +134,7 @@ def environment() -> dict[str, Any]:
          "cpus": os.cpu_count(), "numpy": np.__version__}
   if hasattr(os, "getloadavg"):
     env["load_average_1m"] = os.getloadavg()[0]
-  for name in ("tensorflow", "jax", "jaxlib"):
+  for name in ("tensorflow", "jax", "jaxlib", "torch"):
     module = sys.modules.get(name)
     if module is not None:
       env[name] = getattr(module, "__version__", "?")
