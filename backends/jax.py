@@ -215,9 +215,13 @@ def _forward_and_reverse(core: op_core.OpCore) -> Callable[..., Any]:
   def jvp(primals, tangents):
     # The outputs come from the op itself, so that a transformation around this rule
     # (the outer one in jax.hessian) differentiates them by this rule too: a surrogate
-    # stays a surrogate at every order. Compiled, the two forwards are one (CSE).
-    outputs = custom(*primals)
-    return outputs, _output_tangents(core, outputs, core.forward(primals), tangents)
+    # stays a surrogate at every order. Compiled, the two forwards are one (CSE); on
+    # concrete primals (eager, op by op) no transformation is around the rule, and the
+    # forward runs once.
+    result = core.forward(primals)
+    traced = any(isinstance(p, jax.core.Tracer) for p in primals)
+    outputs = custom(*primals) if traced else result.outputs
+    return outputs, _output_tangents(core, outputs, result, tangents)
 
   custom.defjvp(jvp, symbolic_zeros=True)
   return custom

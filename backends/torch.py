@@ -318,7 +318,9 @@ def _forward_rules(core: op_core.OpCore):
     ctx.set_materialize_grads(False)
     ctx.mark_non_differentiable(*new, *(o for o in outs if not _inexact(o)))
     ctx.device = outs[0].device
-    ctx.save_for_backward(*to_save(ctx, inputs, output))
+    tensors = to_save(ctx, inputs, output)
+    ctx.save_for_backward(*tensors)
+    return tensors
 
   def saved(ctx, tensors):
     n_in, n_named = ctx.counts[0], len(ctx.named_outputs)
@@ -384,8 +386,7 @@ def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
   backward, jvp = _backward_rules(core, saved)
 
   def setup_context_with_tangents(ctx, inputs, output):
-    setup_context(ctx, inputs, output)
-    ctx.save_for_forward(*to_save(ctx, inputs, output))
+    ctx.save_for_forward(*setup_context(ctx, inputs, output))
 
   class_name = "".join(part.capitalize() for part in op.name.replace(".", "_").split("_"))
   methods = {"forward": staticmethod(forward), "backward": staticmethod(backward),
