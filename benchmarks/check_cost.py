@@ -2,6 +2,9 @@ r"""What checking costs: imports, the full cross-check, and how checking one op 
 
   python -m crossgrad.benchmarks.check_cost [--quick] [--sizes=1000,1000000,16000000]
 
+Also each backend alone (every row) at 1K and 1M elements, and the ratio of the two: the
+check's own work should grow no faster than the op's (docs/cross-check.md).
+
 Baselines measured in the same run: `import numpy` / `import tensorflow` / `import jax`
 for the imports (fresh interpreters, interleaved); one reference forward + VJP for the
 1M-element directional check (so its cost reads in forward+backward passes); framework
@@ -36,6 +39,7 @@ QUICK_SIZES = (1_000,)
 IMPORTS = (("crossgrad", "numpy"), ("crossgrad; crossgrad.tensorflow", "tensorflow"),
            ("crossgrad; crossgrad.jax", "jax"))
 PROBE_START = 64  # compute_gradient's smallest probe.
+BACKEND_SIZES = (1_000, 1_000_000)  # Each backend alone: 1M should cost <= 2x 1K.
 
 
 def _import_seconds(statement: str) -> float:
@@ -112,6 +116,24 @@ def scaling_rows(sizes: Sequence[int]) -> list[tuple]:
   return rows
 
 
+def backend_scaling_rows(sizes: Sequence[int] = BACKEND_SIZES) -> list[tuple]:
+  """`cross_check(["leaky_relu"], inputs=[x], backends=[b])` for each backend alone at each
+  size (every row; started up first), and the largest size's time over the smallest's."""
+  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  rows = []
+  for backend in base.default_backends():
+    cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(16)], backends=[backend])
+    seconds, ok = {}, True
+    for size in sizes:
+      start = time.perf_counter()
+      report = cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(size)],
+                              backends=[backend])
+      seconds[size], ok = time.perf_counter() - start, ok and report.ok
+    rows.append((backend, len(report.rows), "ok" if ok else "FAIL",
+                 *(seconds[n] for n in sizes), seconds[max(sizes)] / seconds[min(sizes)]))
+  return rows
+
+
 def _compute_gradient_seconds(size: int) -> float:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   fn, x = cg.tensorflow.get("leaky_relu"), tf.constant(leaky_relu_inputs(size))
@@ -155,13 +177,14 @@ def settings(quick: bool) -> dict:
   """run()'s arguments for a full or a quick run (no framework imports, no full check)."""
   if quick:
     return {"sizes": QUICK_SIZES, "repeats": 1, "frameworks": False, "full_check": False,
-            "cap_s": 2.0}
-  return {"sizes": SIZES, "repeats": 5, "frameworks": True, "full_check": True, "cap_s": 20.0}
+            "cap_s": 2.0, "by_backend": False}
+  return {"sizes": SIZES, "repeats": 5, "frameworks": True, "full_check": True, "cap_s": 20.0,
+          "by_backend": True}
 
 
 def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
         full_check: bool = True, cap_s: float = 20.0, cap_bytes: int = 2 << 30,
-        json_path: str | None = None) -> dict:
+        json_path: str | None = None, by_backend: bool = True) -> dict:
   """Runs the benchmark, prints its tables, writes JSON; returns the JSON payload."""
   rows = import_rows(repeats, frameworks)
   rows.append(directional_row(min(1_000_000, max(sizes)), max(repeats, 3)))
@@ -170,6 +193,7 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
     full_row, full_ok = full_check_row()
     rows.append(full_row)
   scaling = scaling_rows(sizes)
+  by_backend = backend_scaling_rows() if by_backend else []
   gradient = compute_gradient_times(sizes, cap_s, cap_bytes)
   for size, _, _, total, *_ in scaling:
     seconds, measured = gradient["times"][size]
@@ -179,24 +203,31 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
   header = ("what", "seconds", "baseline", "baseline s", "ratio")
   scaling_header = ("elements", "checks", "status", "seconds", "per param set", "numpy fd s",
                     "tensorflow s", "jax s", "reference+compare s")
+  backend_header = ("backend", "checks", "status", *(f"{n:,} elements s" for n in BACKEND_SIZES),
+                    "ratio")
   gradient_header = ("elements", "compute_gradient s", "measured", "jacobians GB")
   gradient_rows = [(n, s, "yes" if m else "no (estimated)", jacobian_bytes(n) / 1e9)
                    for n, (s, m) in sorted(gradient["times"].items())]
   timing.emit("crossgrad check cost (seconds; ratio = measured / baseline)", header, rows, None)
   timing.emit("cross_check(['leaky_relu'], inputs=[x]) by size: both frameworks, every mode, "
               "float32 and float64, both parameter sets", scaling_header, scaling, None)
+  if by_backend:
+    timing.emit("cross_check(['leaky_relu'], inputs=[x], backends=[backend]): each backend "
+                "alone, every row; ratio = largest size / smallest", backend_header,
+                by_backend, None)
   timing.emit("tf.test.compute_gradient (TF only, float64, eager) by size", gradient_header,
               gradient_rows, None)
   print(f"compute_gradient ran up to {gradient['largest_measured']:,} elements (caps: "
         f"{cap_s} s, {cap_bytes / 1e9:.3g} GB of Jacobians); larger sizes are estimates; "
         f"its time grew as n^{gradient['exponent']:.2f}")
   payload = {"title": "crossgrad check cost (seconds; ratio = measured / baseline)",
-             "cross_check_ok": full_ok and all(r[2] == "ok" for r in scaling),
+             "cross_check_ok": full_ok and all(r[2] == "ok" for r in scaling + by_backend),
              "settings": {"sizes": list(sizes), "repeats": repeats, "frameworks": frameworks,
                           "full_check": full_check, "cap_s": cap_s,
                           "cap_bytes": cap_bytes},
              "rows": [dict(zip(header, r)) for r in rows],
              "scaling": [dict(zip(scaling_header, r)) for r in scaling],
+             "scaling_by_backend": [dict(zip(backend_header, r)) for r in by_backend],
              "compute_gradient": [dict(zip(gradient_header, r)) for r in gradient_rows],
              "compute_gradient_exponent": gradient["exponent"],
              "compute_gradient_largest_measured": gradient["largest_measured"]}
