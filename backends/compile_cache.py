@@ -5,9 +5,9 @@ compiled executables in its persistent compilation cache, PyTorch keeps Inductor
 graphs and AOTAutograd's forward/backward graphs (the ``torch.compile`` rows). Each
 backend with a cache (`protocol.CompileCache`) keeps it in its own folder, ``<dir>/jax``,
 ``<dir>/torch``. TensorFlow has none here: its graphs are traced once per run
-(`base.compiled`), and its XLA persistent cache (``TF_XLA_FLAGS=
---tf_xla_persistent_cache_directory``) logs an error on every load on common x86 CPUs
-(openxla/xla#44565) for a fraction of a second saved per op.
+(`base.compiled`), tracing is most of its cost, and its XLA persistent cache
+(``TF_XLA_FLAGS=--tf_xla_persistent_cache_directory``) logs an error on every load on
+common x86 CPUs (openxla/xla#44565) for a fraction of a second saved per op.
 
 The directory (`directory`): ``$CROSSGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/crossgrad``,
 else ``~/.cache/crossgrad``. The frameworks' cache settings are process-wide, so, like
