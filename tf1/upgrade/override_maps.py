@@ -20,9 +20,9 @@ def rewrite(call: cst.Call, alias: str) -> tuple[cst.Call | None, str]:
   """(the TF2 call, what changed), or (None, why it stays) for a map this does not own."""
   items = names.dict_items(call.args[0].value)
   if items is None:
-    return (call.with_changes(func=names.tf1_attr(alias, "override_map")),
-            "-> crossgrad.tf1.override_map (a map computed at run time: it raises a "
-            "CrossgradError naming any op type crossgrad.tf1.OP_TYPES lacks)")
+    return None, ("the map is computed at run time, so its op types are unknown here: where "
+                  "they are all in crossgrad.tf1.OP_TYPES, call crossgrad.tf1.override_map("
+                  "mapping) in its place")
   keys = [k for k, _ in items]
   if set(keys) & py_funcs.PYFUNC_TYPES:
     return None, ""  # The py_func idiom: py_funcs rewrites it, or reports why not.

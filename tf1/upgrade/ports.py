@@ -61,11 +61,31 @@ def _forward(node: ast.AST, top: set[str]) -> str | None:
   return None
 
 
-def _grad(node: ast.AST, top: set[str]) -> str | None:
+def _called(call: ast.Call) -> str:
+  return getattr(call.func, "attr", getattr(call.func, "id", ""))
+
+
+def _registered(tree: ast.Module) -> set[str]:
+  """Names the module registers with RegisterGradient when it is imported."""
+  found = set()
+  for node in tree.body:
+    calls = list(getattr(node, "decorator_list", ()))
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+      calls.append(node.value.func)  # RegisterGradient("name")(fn)
+    for call in calls:
+      if (isinstance(call, ast.Call) and _called(call) == "RegisterGradient" and call.args
+          and isinstance(call.args[0], ast.Constant)):
+        found.add(call.args[0].value)
+  return found
+
+
+def _grad(node: ast.AST, top: set[str], registered: set[str]) -> str | None:
+  """The gradient as ports-module code: ``legacy.g``, or a name TF registers (the op types'
+  own gradients, "Identity") or the module registers on import."""
   if isinstance(node, ast.Name) and node.id in top:
     return f"legacy.{node.id}"
-  if isinstance(node, ast.Constant) and isinstance(node.value, str):
-    return repr(node.value)  # A registered name: TF's own or one the module registers.
+  if isinstance(node, ast.Constant) and node.value in set(OP_TYPES) | registered:
+    return repr(node.value)
   return None
 
 
@@ -76,22 +96,22 @@ def _label(text: str) -> str:
 def candidates(source: str, helpers: set[str]) -> list[tuple[str, str, dict]]:
   """(label, port arguments as code, port_check arguments or {}) for each override."""
   tree = ast.parse(source)
-  top, found = _top_names(tree), []
+  top, registered, found = _top_names(tree), _registered(tree), []
   for node in tree.body:
     decorators = node.decorator_list if isinstance(node, ast.FunctionDef) else []
     if any(isinstance(d, ast.Call) and getattr(d.func, "attr", "") == "Defun"
            and any(k.arg == "python_grad_func" for k in d.keywords) for d in decorators):
       found.append((node.name, f"legacy.{node.name}", {}))
   for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-    name = getattr(call.func, "attr", getattr(call.func, "id", ""))
+    name = _called(call)
     if name == "override_map" and call.args and isinstance(call.args[0], ast.Dict):
       for key, value in zip(call.args[0].keys, call.args[0].values):
-        grad = _grad(value, top)
+        grad = _grad(value, top, registered)
         if isinstance(key, ast.Constant) and key.value in OP_TYPES and grad:
           found.append((f"{key.value}_{_label(grad)}", f"{key.value!r}, {grad}", {}))
     grad_kw = next((k.value for k in call.keywords if k.arg == "grad"), None)
     if grad_kw is not None and (name == "py_func" or name in helpers) and call.args:
-      forward, grad = _forward(call.args[0], top), _grad(grad_kw, top)
+      forward, grad = _forward(call.args[0], top), _grad(grad_kw, top, registered)
       tout = call.args[2] if len(call.args) > 2 else None
       outputs = len(tout.elts) if isinstance(tout, (ast.List, ast.Tuple)) else 1
       if forward and grad and not grad.startswith("'"):
@@ -108,6 +128,7 @@ def write(result: FileResult, target: str) -> None:
   check command of each port to ``result.commands``."""
   stem = os.path.splitext(os.path.basename(target))[0]
   ports_path = os.path.join(os.path.dirname(target), f"{stem}_ports.py")
+  stem = re.sub(r"\W+", "_", stem).lower()
   lines, seen, names = [], set(), set()
   for label, args, check in candidates(result.source, result.helpers):
     if args in seen:
@@ -117,7 +138,7 @@ def write(result: FileResult, target: str) -> None:
     while name in names:
       name, n = f"{stem}_{label}{n}", n + 1
     names.add(name)
-    lines.append(f"{name.upper()} = tf1.port({name!r}, {args}, gradient=\"declared\")")
+    lines.append(f"{name.upper()} = tf1.port(\n    {name!r}, {args}, gradient=\"declared\")")
     if check:
       flags = f"--forward={check['forward']} --grad={check['grad']}"
       if check["num_outputs"] > 1:
