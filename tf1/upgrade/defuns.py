@@ -16,7 +16,9 @@ def is_defun(call: cst.Call) -> bool:
 
 
 def rewrite(call: cst.Call, alias: str) -> tuple[cst.Call | None, str]:
-  """(the TF2 call, what changed), or (None, why it stays)."""
+  """(the TF2 call, what changed), or (None, why it stays; '' when already migrated)."""
+  if names.dotted(call.func) == f"{alias}.Defun":
+    return None, ""
   other = sorted({a.keyword.value for a in call.args if a.keyword is not None} - _SUPPORTED)
   if other or any(a.star for a in call.args):
     return None, (f"Defun arguments crossgrad.tf1.Defun does not take ({', '.join(other) or '*'}"

@@ -24,14 +24,18 @@ gradient="exact" to check it against finite differences too.
 """
 
 import os
+import sys
 
 import numpy as np
 
 from crossgrad import tf1
 from crossgrad.checker import selection
 
-legacy = selection.load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                            {file!r}))
+# The upgraded module: the one already imported (its gradients are registered once), else
+# loaded from the file next to this one.
+_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), {file!r})
+legacy = next((m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == _PATH),
+              None) or selection.load_module(_PATH)
 '''
 
 
@@ -108,7 +112,7 @@ def candidates(source: str, helpers: set[str]) -> list[tuple[str, str, dict]]:
       for key, value in zip(call.args[0].keys, call.args[0].values):
         grad = _grad(value, top, registered)
         if isinstance(key, ast.Constant) and key.value in OP_TYPES and grad:
-          found.append((f"{key.value}_{_label(grad)}", f"{key.value!r}, {grad}", {}))
+          found.append((f"{key.value.lower()}_{_label(grad)}", f"{key.value!r}, {grad}", {}))
     grad_kw = next((k.value for k in call.keywords if k.arg == "grad"), None)
     if grad_kw is not None and (name == "py_func" or name in helpers) and call.args:
       forward, grad = _forward(call.args[0], top), _grad(grad_kw, top, registered)

@@ -29,6 +29,7 @@ class Registration:
   grad: cst.BaseExpression
   code: str  # The statement or decorator that registers it.
   local: bool  # In the function itself (removed with the block).
+  node: cst.CSTNode | None = None  # That statement or decorator, for its line.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,9 +50,9 @@ def _registration(node: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
   return None
 
 
-def _decorator_keys(fn: cst.FunctionDef) -> list[tuple[str, str]]:
-  """(key code, decorator code) of ``@RegisterGradient(key)`` on ``fn``."""
-  return [(names.code(d.decorator.args[0].value), names.code(d.decorator)) for d in fn.decorators
+def _decorator_keys(fn: cst.FunctionDef) -> list[tuple[str, cst.Decorator]]:
+  """(key code, decorator) of ``@RegisterGradient(key)`` on ``fn``."""
+  return [(names.code(d.decorator.args[0].value), d) for d in fn.decorators
           if isinstance(d.decorator, cst.Call) and names.last_name(d.decorator) == "RegisterGradient"
           and len(d.decorator.args) == 1]
 
@@ -62,7 +63,8 @@ def module_registrations(module: cst.Module) -> dict[str, Registration]:
   for statement in module.body:
     if isinstance(statement, cst.FunctionDef):
       for key, decorator in _decorator_keys(statement):
-        found[key] = Registration(key, cst.Name(statement.name.value), decorator, False)
+        found[key] = Registration(key, cst.Name(statement.name.value),
+                                  names.code(decorator.decorator), False)
     elif isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
       small = statement.body[0]
       pair = _registration(small.value) if isinstance(small, cst.Expr) else None
@@ -84,7 +86,8 @@ class _Own(cst.CSTVisitor):
     if node is self.root:
       return True
     for key, decorator in _decorator_keys(node):
-      self.registrations[key] = Registration(key, cst.Name(node.name.value), decorator, True)
+      self.registrations[key] = Registration(key, cst.Name(node.name.value),
+                                             names.code(decorator.decorator), True, decorator)
     return False
 
   def visit_ClassDef(self, node):
@@ -98,7 +101,7 @@ class _Own(cst.CSTVisitor):
     small = node.body[0] if len(node.body) == 1 else None
     pair = _registration(small.value) if isinstance(small, cst.Expr) else None
     if pair is not None:
-      self.registrations[pair[0]] = Registration(pair[0], pair[1], names.code(node), True)
+      self.registrations[pair[0]] = Registration(pair[0], pair[1], names.code(node), True, node)
 
   def visit_Call(self, node):
     self.calls.append(node)
@@ -149,10 +152,9 @@ def plan(fn: cst.FunctionDef, line: Callable[[cst.CSTNode], int], path: str,
                            f"calls are crossgrad.tf1.py_func(..., grad={grad})"))
       entries += [Entry(path, line(c), CHANGED, f"-> crossgrad.tf1.py_func(..., grad={grad})")
                   for c in makers]
-      entries += [Entry(path, line(c), CHANGED, "registration removed (no random names: "
-                        "the gradient is passed to crossgrad.tf1.py_func)")
-                  for c in own.calls if registration.local and _registration(c)
-                  and _registration(c)[0] == key]
+      if registration.local:
+        entries.append(Entry(path, line(registration.node), CHANGED, "registration removed (no "
+                             "random names: the gradient is passed to crossgrad.tf1.py_func)"))
   return blocks, entries
 
 
