@@ -190,3 +190,14 @@ def test_usage_errors_exit_2(tmp_path):
   (tmp_path / "file.py").write_text("x = 1\n")
   mixed = _cli(str(TESTDATA), str(tmp_path / "file.py"))
   assert mixed.returncode == 2 and "both be files or both be folders" in mixed.stderr
+
+
+def test_a_surrogate_port_is_told_to_declare_its_gradient():
+  from crossgrad import tf1  # pylint: disable=g-import-not-at-top
+  import crossgrad as cg  # pylint: disable=g-import-not-at-top
+  with pytest.raises(cg.CrossgradError, match=r"Write tf1.port\('old_ste', ..., "
+                     r"gradient=\"declared\"\)") as raised:
+    tf1.port("old_ste", "Sign", "Identity", gradient="surrogate", register=False)
+  assert "argument 'gradient'" in str(raised.value) or "gradient:" in str(raised.value)
+  assert tf1.port("old_ste", "Sign", "Identity", gradient="declared",
+                  register=False).gradient == "declared"
