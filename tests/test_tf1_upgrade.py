@@ -190,6 +190,7 @@ def test_usage_errors_exit_2(tmp_path):
   (tmp_path / "file.py").write_text("x = 1\n")
   mixed = _cli(str(TESTDATA), str(tmp_path / "file.py"))
   assert mixed.returncode == 2 and "both be files or both be folders" in mixed.stderr
+  assert _cli("--no_such_flag").returncode == 2
 
 
 def test_a_surrogate_port_is_told_to_declare_its_gradient():

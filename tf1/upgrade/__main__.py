@@ -9,6 +9,7 @@ from absl import app
 from absl import flags
 
 from crossgrad.checker import flag_help
+from crossgrad.tf1.port_check import parse_flags  # A bad flag exits with 2, not 1.
 
 FLAGS = flags.FLAGS
 USAGE = ("usage: python -m crossgrad.tf1.upgrade SRC DST [--report=FILE] [--diff] [--port]\n"
@@ -63,15 +64,6 @@ def main(argv):
   else:
     print(text, end="")
   return 0
-
-
-def parse_flags(argv):
-  """absl's parser, but a bad flag exits with 2 (a usage error), not 1."""
-  try:
-    return FLAGS(argv)
-  except flags.Error as e:
-    print(f"[crossgrad] {e}\n{USAGE}", file=sys.stderr)
-    sys.exit(2)
 
 
 def run():

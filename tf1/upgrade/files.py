@@ -47,11 +47,12 @@ def _default(finding: scan.Finding, helpers: set[str]) -> Entry:
 
 def upgrade_file(path: str, tree_helpers: Iterable[str] = ()) -> FileResult:
   """The upgrade of one file; ``source`` is None when nothing changed (or it cannot parse)."""
-  result = FileResult(path)
   findings = [f for f in scan.scan_file(path, tree_helpers) if not f.migrated]
+  result = FileResult(path, findings=findings)
   if not findings:
     return result
   if not findings[0].parsed:
+    result.unreadable = True
     result.entries = [Entry(path, f.line, LEFT, "the file does not parse as Python 3: convert "
                             "it first (2to3), then upgrade it") for f in findings]
     return result
@@ -64,6 +65,7 @@ def upgrade_file(path: str, tree_helpers: Iterable[str] = ()) -> FileResult:
     try:
       compile(new, path, "exec", flags=ast.PyCF_ONLY_AST)
     except SyntaxError as e:  # A rewrite bug: keep the file as it was, say so.
+      result.unreadable = True
       result.entries = [Entry(path, e.lineno or 0, LEFT, f"the rewrite did not parse ({e.msg}): "
                               "the file is left as it was; please report it")]
       return result
@@ -71,17 +73,14 @@ def upgrade_file(path: str, tree_helpers: Iterable[str] = ()) -> FileResult:
   return result
 
 
-def add_defaults(results: list[FileResult], tree_helpers: set[str]) -> None:
+def add_defaults(results: list[FileResult]) -> None:
   """Adds an entry for each scan finding no rewrite reported on, once every file is done
   (a call site is kept when the tree's helper it calls was rewritten)."""
   rewritten = {h for r in results for h in r.helpers}
   for result in results:
-    if any(e.what.startswith("the file does not parse") for e in result.entries):
-      continue
     lines = {e.line for e in result.entries}
-    for finding in scan.scan_file(result.path, tree_helpers):
-      if not finding.migrated and finding.line not in lines:
-        result.entries.append(_default(finding, rewritten))
+    if not result.unreadable:
+      result.entries += [_default(f, rewritten) for f in result.findings if f.line not in lines]
 
 
 def python_files(root: str) -> list[str]:
@@ -97,7 +96,7 @@ def upgrade_paths(paths: list[str]) -> list[FileResult]:
     except (SyntaxError, ValueError, UnicodeDecodeError):
       pass
   results = [upgrade_file(path, names) for path in paths]
-  add_defaults(results, names)
+  add_defaults(results)
   return results
 
 

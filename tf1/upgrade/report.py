@@ -32,6 +32,8 @@ class FileResult:
   ports_path: str | None = None
   commands: list[str] = dataclasses.field(default_factory=list)
   helpers: set[str] = dataclasses.field(default_factory=set)  # Py_func helpers rewritten.
+  findings: list = dataclasses.field(default_factory=list)  # scan's, not yet migrated.
+  unreadable: bool = False  # Not Python 3, or the rewrite did not parse: left as it was.
 
   @property
   def left(self) -> list[Entry]:
