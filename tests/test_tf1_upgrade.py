@@ -112,6 +112,17 @@ def test_fixed_names_and_tf1_names_upgrade(upgraded):
   assert "tf.compat.v1.get_default_graph()" in source and "tf.get_default_graph" not in source
 
 
+def test_gradient_reversal_and_guided_backprop_on_an_imported_graph(upgraded):
+  new = _load(upgraded[0] / "upgrade_registered.py")
+  assert_same(eager_vjp(lambda v: new.flip_gradient(v, 0.3), [X], G), (X, [-0.3 * G]))
+  assert_same(eager_vjp(lambda v: new.flip_gradient(v, 2.0), [X], G), (X, [-2.0 * G]))
+  w1, w2 = X.T, Y[:, :2]  # A frozen (4, 3) -> (3, 2) net.
+  got = new.saliency(w1, w2, X, 1)
+  upstream = np.broadcast_to(w2[:, 1], (3, 3))  # d logit_1 / d hidden, per example.
+  guided = np.where((upstream > 0) & (X @ w1 > 0), upstream, 0)  # Positive and active.
+  np.testing.assert_allclose(got, guided @ w1.T, rtol=1e-5, atol=1e-6)
+
+
 def test_the_comparison_catches_a_wrong_gradient(upgraded):
   new = _load(upgraded[0] / "upgrade_registered.py", "upgraded_registered_planted")
   with pytest.raises(AssertionError):
@@ -162,7 +173,7 @@ def test_ports_are_written_with_a_check_command_per_op(upgraded):
   ports = _load(out / "upgrade_registered_ports.py", "upgrade_registered_ports")
   assert {op.name for op in vars(ports).values() if hasattr(op, "backward")} == {
       "upgrade_registered_relu_upgradehalfgrad", "upgrade_registered_abs_ste",
-      "upgrade_registered_tanh"}
+      "upgrade_registered_tanh", "upgrade_registered_relu_upgradeguidedrelu"}
   assert (f"check: python -m crossgrad.check --module={out}/upgrade_registered_ports.py "
           "--ops=upgrade_registered_abs_ste") in report
   assert (f"check: python -m crossgrad.tf1.port_check --module={out}/legacy_add.py "
