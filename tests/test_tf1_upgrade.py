@@ -180,6 +180,16 @@ def test_ports_are_written_with_a_check_command_per_op(upgraded):
           "--forward=forward_func --grad=backprop_func") in report
 
 
+def test_native_ports_cross_check_green(upgraded):
+  import crossgrad as cg  # pylint: disable=g-import-not-at-top
+  ports = _load(upgraded[0] / "upgrade_registered_ports.py")
+  report = cg.cross_check([ports.UPGRADE_REGISTERED_ABS_STE,
+                           ports.UPGRADE_REGISTERED_RELU_UPGRADEGUIDEDRELU],
+                          backends=["numpy", "tensorflow", "jax"], dtypes=["float64"],
+                          special=False)  # TF and JAX are where ports run; float32 is slower.
+  assert report.ok, report
+
+
 def test_a_py_func_port_agrees_with_the_legacy_graph(upgraded):
   new = _load(upgraded[0] / "legacy_two_outputs.py", "upgraded_two_outputs_port")
   rows = port_check.compare(new.sorted_pair, new.sorted_pair_grad, [X, Y], [G, Y],

@@ -18,9 +18,10 @@ _HEADER = '''"""crossgrad ports of the TF1 gradient overrides in {file}, written
 A legacy gradient is its own specification (gradient="declared"): the cross-check compares
 the TF, JAX and NumPy versions with each other, and crossgrad-port-check compares a py_func
 pair with the tf.compat.v1 graph. Where a gradient is the forward's derivative, make it
-gradient="exact" to check it against finite differences too.
+gradient="exact" to check it against finite differences too. Samples draw standard normal
+(3, 4) arrays: change them where an op needs other shapes or integer inputs.
 
-  python -m crossgrad.check --module={ports}
+  python -m crossgrad.check --module={ports} --ops={ops}
 """
 
 import os
@@ -97,6 +98,11 @@ def _label(text: str) -> str:
   return re.sub(r"\W+", "_", text.removeprefix("legacy.").removeprefix("np.")).strip("_").lower()
 
 
+def _sample(n_inputs: int) -> str:
+  """A ``sample=`` argument drawing ``n_inputs`` standard normal (3, 4) arrays."""
+  return f",\n    sample=lambda rng: tuple(rng.standard_normal((3, 4)) for _ in range({n_inputs}))"
+
+
 def candidates(source: str, helpers: set[str]) -> list[tuple[str, str, dict]]:
   """(label, port arguments as code, port_check arguments or {}) for each override."""
   tree = ast.parse(source)
@@ -105,7 +111,8 @@ def candidates(source: str, helpers: set[str]) -> list[tuple[str, str, dict]]:
     decorators = node.decorator_list if isinstance(node, ast.FunctionDef) else []
     if any(isinstance(d, ast.Call) and getattr(d.func, "attr", "") == "Defun"
            and any(k.arg == "python_grad_func" for k in d.keywords) for d in decorators):
-      found.append((node.name, f"legacy.{node.name}", {}))
+      defun = next(d for d in decorators if isinstance(d, ast.Call) and _called(d) == "Defun")
+      found.append((node.name, f"legacy.{node.name}{_sample(len(defun.args))}", {}))
   for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
     name = _called(call)
     if name == "override_map" and call.args and isinstance(call.args[0], ast.Dict):
@@ -121,7 +128,9 @@ def candidates(source: str, helpers: set[str]) -> list[tuple[str, str, dict]]:
       if forward and grad and not grad.startswith("'"):
         check = {"forward": forward.removeprefix("legacy."), "grad": grad[len("legacy."):],
                  "num_outputs": outputs} if not forward.startswith("lambda") else {}
+        inputs = call.args[1] if len(call.args) > 1 else None
         extra = f", num_outputs={outputs}" if outputs > 1 else ""
+        extra += _sample(len(inputs.elts)) if isinstance(inputs, (ast.List, ast.Tuple)) else ""
         found.append((_label(forward) if not forward.startswith("lambda") else "lambda",
                       f"{forward}, {grad}{extra}", check))
   return found
@@ -152,7 +161,8 @@ def write(result: FileResult, target: str) -> None:
       result.commands.append(f"python -m crossgrad.check --module={ports_path} --ops={name}")
   if not lines:
     return
-  header = _HEADER.format(file=os.path.basename(target), ports=ports_path)
+  header = _HEADER.format(file=os.path.basename(target), ports=ports_path,
+                         ops=",".join(sorted(names)))
   with open(ports_path, "w", encoding="utf-8") as f:
     f.write(header + "\n" + "\n".join(lines) + "\n")
   result.ports_path = ports_path
