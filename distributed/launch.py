@@ -18,7 +18,7 @@ import socket
 import subprocess
 import threading
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 from crossgrad.registry.errors import CrossgradError
 
@@ -62,11 +62,14 @@ class _Process:
   stderr: list[str] = dataclasses.field(default_factory=list)
   last_output: float = dataclasses.field(default_factory=time.monotonic)
   readers: list[threading.Thread] = dataclasses.field(default_factory=list)
+  on_stdout: Callable[[str], None] | None = None
 
   def read(self, stream, lines: list[str]) -> None:
     for line in stream:
       lines.append(line)
       self.last_output = time.monotonic()
+      if self.on_stdout and lines is self.stdout:
+        self.on_stdout(line)
 
   def tail(self, lines: int = 6) -> str:
     text = "".join(self.stderr[-lines:]).strip()
@@ -79,10 +82,10 @@ def _exit_cause(code: int) -> str:
   return f"exited with status {code}"
 
 
-def _start(name: str, command: Sequence[str], env) -> _Process:
+def _start(name: str, command: Sequence[str], env, on_stdout) -> _Process:
   popen = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, env=env, start_new_session=True)
-  process = _Process(name, popen)
+  process = _Process(name, popen, on_stdout=on_stdout)
   for stream, lines in ((popen.stdout, process.stdout), (popen.stderr, process.stderr)):
     process.readers.append(threading.Thread(target=process.read, args=(stream, lines),
                                             daemon=True))
@@ -124,17 +127,19 @@ def _failure(processes: list[_Process], start: float, timeout: float,
 
 
 def run(commands: Sequence[Sequence[str]], names: Sequence[str], *, timeout: float = 300,
-        idle_timeout: float = 45, env=None, log=None) -> list[str]:
+        idle_timeout: float = 45, env=None, log=None, on_stdout=None) -> list[str]:
   """Runs the commands side by side; returns their stdouts once every one exits 0.
 
   ``names[i]`` names process ``i`` in messages; ``log(line)``, if given, hears when each
-  starts (with its pid). Raises `LaunchError` on the first process that dies or hangs
+  starts (with its pid); ``on_stdout(i, line)`` hears each line process ``i`` prints. Raises `LaunchError` on the first process that dies or hangs
   (no output for ``idle_timeout`` s, or the run past ``timeout`` s), after killing all.
   """
   processes = []
   try:
     for name, command in zip(names, commands):
-      processes.append(_start(name, command, env))
+      index = len(processes)
+      hook = on_stdout and (lambda line, index=index: on_stdout(index, line))
+      processes.append(_start(name, command, env, hook))
       if log:
         log(f"started process {len(processes) - 1} ({name}): pid {processes[-1].popen.pid}")
     start = time.monotonic()

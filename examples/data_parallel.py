@@ -155,12 +155,12 @@ def run_processes(count: int, steps: int, seed: int = 0, frameworks=processes.FR
   and ``processes_agree`` (all processes end with the same weights, bitwise)."""
   out = {}
   for framework in frameworks:
-    single = processes.train(framework, _problem(seed), steps, settings=QUANTIZE)
     ports = launch.free_ports(count)
     stdouts = launch.run(
         [_worker_command(framework, i, count, ports, steps, seed) for i in range(count)],
         [f"{framework} worker {i}" for i in range(count)], timeout=timeout,
         idle_timeout=idle_timeout, log=log)
+    single = processes.train(framework, _problem(seed), steps, settings=QUANTIZE)
     parts = [json.loads(text.strip().splitlines()[-1]) for text in stdouts]
     weights = [[np.asarray(w, np.float32) for w in part["weights"]] for part in parts]
     masks = np.concatenate([np.asarray(part["masks"]) for part in parts], axis=1)

@@ -29,6 +29,11 @@ def _rows(batch: int, process_id: int, num_processes: int) -> slice:
   return slice(process_id * share, (process_id + 1) * share)
 
 
+def _progress(step: int, loss) -> None:
+  """A line per step: the launcher reads silence as a hang."""
+  print(f"step {step + 1} loss {float(loss):.6f}", flush=True)
+
+
 def _result(weights, losses, masks, rows: slice) -> dict[str, Any]:
   """What a process reports: floats as Python floats (float32 values round-trip exactly)."""
   return {"rows": [rows.start, rows.stop], "losses": [float(v) for v in losses],
@@ -74,6 +79,7 @@ def _train_jax(problem, steps, process_id, num_processes, ports, settings):
   for k in range(steps):
     params, loss, mask = step(params, x, target, jnp.int32(k))
     losses.append(np.asarray(loss.addressable_data(0)))
+    _progress(k, losses[-1])
     masks.append(np.concatenate([np.asarray(s.data) for s in mask.addressable_shards]))
   final = [np.asarray(p.addressable_data(0)) for p in params]
   if num_processes > 1:
@@ -117,6 +123,7 @@ def _train_tensorflow(problem, steps, process_id, num_processes, ports, settings
   for k in range(steps):
     loss, mask = step(data, tf.constant(k))
     losses.append(strategy.experimental_local_results(loss)[0].numpy())
+    _progress(k, losses[-1])
     masks.append(strategy.experimental_local_results(mask)[0].numpy())
   return _result([p.numpy() for p in params], losses, masks, rows)
 
@@ -143,6 +150,7 @@ def _train_torch(problem, steps, process_id, num_processes, ports, settings):
       if num_processes > 1:
         dist.all_reduce(loss)
     losses.append(loss.detach().numpy() / num_processes)
+    _progress(k, losses[-1])
     masks.append(mask.numpy())
   final = [p.detach().numpy() for p in model.parameters()]
   if num_processes > 1:
