@@ -152,16 +152,25 @@ def run_processes(count: int, steps: int, seed: int = 0, frameworks=processes.FR
                   timeout: float = 300, idle_timeout: float = 45, log=None) -> dict:
   """Per framework: ``count`` processes against one, as `--json` writes it, plus
   ``masks_equal`` (every process's mask rows are the single-process rows, bitwise)
-  and ``processes_agree`` (all processes end with the same weights, bitwise)."""
-  out = {}
+  and ``processes_agree`` (all processes end with the same weights, bitwise).
+
+  Every run (each framework's ``count`` workers and its single process) is launched at
+  once, as one group: a failing process stops them all.
+  """
+  commands, names = [], []
   for framework in frameworks:
     ports = launch.free_ports(count)
-    stdouts = launch.run(
-        [_worker_command(framework, i, count, ports, steps, seed) for i in range(count)],
-        [f"{framework} worker {i}" for i in range(count)], timeout=timeout,
-        idle_timeout=idle_timeout, log=log)
-    single = processes.train(framework, _problem(seed), steps, settings=QUANTIZE)
-    parts = [json.loads(text.strip().splitlines()[-1]) for text in stdouts]
+    for size in (count, 1):
+      commands += [_worker_command(framework, i, size, ports, steps, seed)
+                   for i in range(size)]
+      names += [f"{framework} {'worker' if size > 1 else 'single process'} {i}"
+                for i in range(size)]
+  stdouts = iter(launch.run(commands, names, timeout=timeout, idle_timeout=idle_timeout,
+                            log=log))
+  out = {}
+  for framework in frameworks:
+    parts = [json.loads(next(stdouts).strip().splitlines()[-1]) for _ in range(count)]
+    single = json.loads(next(stdouts).strip().splitlines()[-1])
     weights = [[np.asarray(w, np.float32) for w in part["weights"]] for part in parts]
     masks = np.concatenate([np.asarray(part["masks"]) for part in parts], axis=1)
     out[framework] = {
