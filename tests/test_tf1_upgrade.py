@@ -223,3 +223,17 @@ def test_a_surrogate_port_is_told_to_declare_its_gradient():
   assert "argument 'gradient'" in str(raised.value) or "gradient:" in str(raised.value)
   assert tf1.port("old_ste", "Sign", "Identity", gradient="declared",
                   register=False).gradient == "declared"
+
+
+def test_a_multi_line_py_func_keeps_one_argument_a_line(tmp_path):
+  path = tmp_path / "helper.py"
+  path.write_text(
+      "import tensorflow.compat.v1 as tf\n\n\ndef helper(func, inp, Tout, grad):\n"
+      "  name = 'G%d' % id(func)\n  tf.RegisterGradient(name)(grad)\n"
+      "  with tf.name_scope('x'), tf.get_default_graph().gradient_override_map(\n"
+      "      {'PyFunc': name}):\n    out = tf.py_func(\n        func,\n        inp,\n"
+      "        Tout,\n    )\n  return out\n")
+  result = files.upgrade_file(str(path))
+  assert result.source.endswith(
+      "  with tf.name_scope('x'):\n    out = tf1.py_func(\n        func,\n        inp,\n"
+      "        Tout,\n        grad=grad,\n    )\n  return out\n")
