@@ -53,8 +53,8 @@ def _registration(node: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
 def _decorator_keys(fn: cst.FunctionDef) -> list[tuple[str, cst.Decorator]]:
   """(key code, decorator) of ``@RegisterGradient(key)`` on ``fn``."""
   return [(names.code(d.decorator.args[0].value), d) for d in fn.decorators
-          if isinstance(d.decorator, cst.Call) and names.last_name(d.decorator) == "RegisterGradient"
-          and len(d.decorator.args) == 1]
+          if isinstance(d.decorator, cst.Call) and len(d.decorator.args) == 1
+          and names.last_name(d.decorator) == "RegisterGradient"]
 
 
 def module_registrations(module: cst.Module) -> dict[str, Registration]:

@@ -13,6 +13,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from crossgrad.tf1.upgrade import compat_names
 from crossgrad.tf1.upgrade import defuns
+from crossgrad.tf1.upgrade import names
 from crossgrad.tf1.upgrade import override_maps
 from crossgrad.tf1.upgrade import py_funcs
 from crossgrad.tf1.upgrade.report import CHANGED, Entry, LEFT
@@ -35,7 +36,7 @@ class _Renamer(cst.CSTTransformer):
       self.entries.append(Entry(self.path, line, LEFT, f"{name}: in neither TF2 nor "
                                 "tf.compat.v1 (tf_upgrade_v2 lists its replacement)"))
       return updated
-    self.entries.append(Entry(self.path, line, CHANGED, f"{name} -> {compat_names.names.code(new)}"))
+    self.entries.append(Entry(self.path, line, CHANGED, f"{name} -> {names.code(new)}"))
     return new
 
 
