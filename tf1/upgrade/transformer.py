@@ -40,6 +40,10 @@ class _Renamer(cst.CSTTransformer):
     return new
 
 
+_GRAPH_GETTER = m.Call(func=m.Attribute(attr=m.Name("get_default_graph")) | m.Name(
+    "get_default_graph"))
+
+
 class _Idioms(cst.CSTTransformer):
   METADATA_DEPENDENCIES = (PositionProvider,)
 
@@ -49,6 +53,7 @@ class _Idioms(cst.CSTTransformer):
     self.entries: list[Entry] = []
     self.helpers: set[str] = set()  # Functions whose py_func blocks were rewritten.
     self._plans: dict[int, list[py_funcs.Block]] = {}
+    self._graphs: set[str] = set()  # Variables the rewritten override maps were called on.
     self.used = False
 
   def line(self, node: cst.CSTNode) -> int:
@@ -62,11 +67,12 @@ class _Idioms(cst.CSTTransformer):
 
   def leave_FunctionDef(self, original, updated):
     blocks = self._plans.pop(id(original), None)
-    if not blocks:
-      return updated
-    self.used = True
-    self.helpers.add(original.name.value)
-    return py_funcs.apply(updated, blocks, self.alias)
+    if blocks:
+      self.used = True
+      self.helpers.add(original.name.value)
+      updated = py_funcs.apply(updated, blocks, self.alias)
+    # `g = tf.get_default_graph()` that only served a rewritten override map goes.
+    return py_funcs.drop_unused(updated, self._graphs, _GRAPH_GETTER)
 
   def leave_Call(self, original, updated):
     if override_maps.is_override(updated):
@@ -81,6 +87,8 @@ class _Idioms(cst.CSTTransformer):
     if new is None:
       return updated
     self.used = True
+    if isinstance(updated.func, cst.Attribute) and isinstance(updated.func.value, cst.Name):
+      self._graphs.add(updated.func.value.value)
     return new
 
 
