@@ -22,7 +22,6 @@ from __future__ import annotations
 import collections
 from typing import Any, Callable, Sequence
 
-from absl import app
 from absl import flags
 import jax
 import jax.numpy as jnp
@@ -31,6 +30,7 @@ import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten, hlo, timing
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -253,4 +253,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

@@ -17,11 +17,11 @@ host CPU is split into ``--devices`` logical devices:
 from __future__ import annotations
 
 import numpy as np
-from absl import app
 from absl import flags
 
 import crossgrad as cg
 from crossgrad.backends import cpu_devices
+from crossgrad.checker import usage
 
 BATCH, FEATURES, HIDDEN = 32, 6, 8
 LEARNING_RATE = 0.05
@@ -148,4 +148,4 @@ if __name__ == "__main__":
   flags.DEFINE_integer("steps", 100, "SGD steps in each of the four runs.")
   flags.DEFINE_integer("devices", 4, "Logical CPU devices to split the host into.")
   flags.DEFINE_integer("seed", 0, "Seed of the data and initial weights.")
-  app.run(main)
+  usage.run(main)
