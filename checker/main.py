@@ -213,6 +213,8 @@ def _run_here(ops, units, shard, tolerance, special) -> tuple[Report, dict | Non
     by_name = {op.name: op for op in ops}
     seconds = [shards.expected_seconds(u, by_name, modules, _MODES.value) for u in units]
     mine = shards.plan(units, seconds, count)[index]
+    print(f"[crossgrad] shard {index} of {count}: {len(mine)} of the check's {len(units)} "
+          "units of work", file=sys.stderr)
     identity = shards.identity(index, count, units,
                                {name: flags.FLAGS[name].value for name in shards.ROW_FLAGS})
   report = engine.cross_check(
