@@ -30,6 +30,7 @@ import time
 from absl import flags
 
 from crossgrad.backends import base
+from crossgrad.backends import compile_cache
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import compare
 from crossgrad.checker import engine
@@ -104,6 +105,13 @@ _MERGE = flags.DEFINE_list(
 _JOBS = flags.DEFINE_integer(
     "jobs", None, "Processes to run the check in side by side (shards, merged); default: "
     "one per CPU core, fewer for a small check; 1: in this process.", lower_bound=1)
+_COMPILE_CACHE = flags.DEFINE_bool(
+    "compile_cache", True, "Keep compiled programs (JAX executables, torch.compile graphs) "
+    "in --cache_dir, so the next run compiles only what changed; --nocompile_cache compiles "
+    "everything afresh and writes nothing (docs/cross-check.md).")
+_CACHE_DIR = flags.DEFINE_string(
+    "cache_dir", None, f"The compile caches' directory (default: ${compile_cache.ENV}, "
+    "else $XDG_CACHE_HOME/crossgrad, else ~/.cache/crossgrad).")
 
 
 @flags.multi_flags_validator(["num_shards", "shard_index", "jobs", "merge"])
@@ -193,7 +201,8 @@ def _run() -> tuple[Report | int, dict | None]:
   if job_count > 1:
     started = time.perf_counter()
     verbosity = ("verbosity",) if flags.FLAGS["verbosity"].present else ()  # `quiet`.
-    report = jobs.run(job_count, jobs.flag_arguments((*shards.ROW_FLAGS, *verbosity)))
+    report = jobs.run(job_count, jobs.flag_arguments(
+        (*shards.ROW_FLAGS, "compile_cache", "cache_dir", *verbosity)))
     if not isinstance(report, int):
       report.seconds = time.perf_counter() - started
     return report, None
@@ -205,6 +214,9 @@ def _run_here(ops, units, shard, tolerance, special) -> tuple[Report, dict | Non
   if _CPU_DEVICES.value is not None:
     cpu_devices.configure(_CPU_DEVICES.value,
                           [b for b in _BACKENDS.value if b != "numpy"])
+  cache = (_CACHE_DIR.value or compile_cache.directory()) if _COMPILE_CACHE.value else None
+  if cache:
+    compile_cache.configure(cache, _BACKENDS.value)
   modules = selection.backends(_BACKENDS.value, flags=True)
   selection.check(ops, modules, _DTYPES.value, _DEVICES.value, _MODES.value, flags=True)
   identity = mine = None
@@ -222,6 +234,8 @@ def _run_here(ops, units, shard, tolerance, special) -> tuple[Report, dict | Non
       modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
       precision=_PRECISION.value, determinism=_DETERMINISM.value, units=mine,
       progress=lambda line: print(line, file=sys.stderr, flush=True))
+  if cache:
+    print(compile_cache.summary(cache, compile_cache.stats(_BACKENDS.value)), file=sys.stderr)
   return report, identity
 
 

@@ -27,7 +27,8 @@ def _sources():
 # Every program, `python -m crossgrad.<module>` (the check as users run it).
 BINARIES = sorted("crossgrad." + ".".join(p.relative_to(ROOT).with_suffix("").parts)
                   for p, text in _sources().items() if "usage.run(main" in text)
-BINARIES = [b.replace("crossgrad.checker.main", "crossgrad.check") for b in BINARIES]
+BINARIES = [b.replace("crossgrad.checker.main", "crossgrad.check").removesuffix(".__main__")
+            for b in BINARIES]
 BAD_FOR_EVERY_BINARY = (["--zz_no_such_flag=1"], ["--verbosity=zz"])
 BAD_CHECK = (["--seed=abc"], ["--num_shards=2", "--shard_index=2"], ["--shard_index=1"],
              ["--num_shards=0"], ["--jobs=0"], ["--jobs=2", "--num_shards=2", "--shard_index=0"],
