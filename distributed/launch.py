@@ -71,7 +71,7 @@ class _Process:
       if self.on_stdout and lines is self.stdout:
         self.on_stdout(line)
 
-  def tail(self, lines: int = 6) -> str:
+  def tail(self, lines: int = 12) -> str:
     text = "".join(self.stderr[-lines:]).strip()
     return text if text else "(no stderr)"
 
