@@ -43,7 +43,7 @@ FLAGS = flags.FLAGS
 
 SIZES = (1_000, 1_000_000, 16_000_000)
 QUICK_SIZES = (1_000,)
-JOBS = (1,)  # --jobs counts of the cold/warm full check.
+JOBS = (1, 2)  # --jobs counts of the cold/warm full check (1: one process).
 IMPORTS = (("crossgrad", "numpy"), ("crossgrad; crossgrad.tensorflow", "tensorflow"),
            ("crossgrad; crossgrad.jax", "jax"))
 PROBE_START = 64  # compute_gradient's smallest probe.
@@ -107,8 +107,8 @@ def full_check_row() -> tuple:
 def check_seconds(cache_dir: str, jobs: int) -> tuple[float, bool]:
   """Wall-clock seconds of ``python -m crossgrad.check`` (every built-in op) in a fresh
   process with its compile caches in ``cache_dir``; and whether it passed."""
-  command = [sys.executable, "-m", "crossgrad.check", f"--cache_dir={cache_dir}"]
-  command += [f"--jobs={jobs}"] if jobs > 1 else []
+  command = [sys.executable, "-m", "crossgrad.check", f"--cache_dir={cache_dir}",
+             f"--jobs={jobs}"]  # Given always: the default is one job per core.
   start = time.perf_counter()
   done = subprocess.run(command, capture_output=True, text=True, check=False)
   return time.perf_counter() - start, done.returncode == 0
@@ -300,7 +300,7 @@ def define_flags():
   timing.define_common_flags("check_cost")
   timing.define_ints("sizes", "Elements for the leaky_relu scaling (default 1e3,1e6,16e6).")
   flags.DEFINE_integer("repeats", None, "Import repetitions.")
-  timing.define_ints("jobs", "--jobs counts of the cold/warm full check (default 1).")
+  timing.define_ints("jobs", "--jobs counts of the cold/warm full check (default 1,2).")
 
 
 def main(argv) -> int:
