@@ -252,6 +252,34 @@ def set_cpu_device_count(count: int) -> int:
   return count
 
 
+_CACHE_EVENTS = {"/jax/compilation_cache/cache_hits": "hits",
+                 "/jax/compilation_cache/cache_misses": "misses"}
+_cache_counts: dict[str, int] = {}
+
+
+def enable_compile_cache(directory: str) -> None:
+  """JAX's persistent compilation cache in ``directory``, every executable kept (by
+  default JAX keeps only those that took a second to compile: few on a CPU)."""
+  from jax.experimental.compilation_cache import compilation_cache  # pylint: disable=g-import-not-at-top
+  jax.config.update("jax_compilation_cache_dir", directory)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+  compilation_cache.reset_cache()  # Takes the new directory even if JAX compiled before.
+  if not _cache_counts:
+    _cache_counts.update(hits=0, misses=0)
+    jax.monitoring.register_event_listener(_count_cache_event)
+
+
+def _count_cache_event(event: str, **unused) -> None:
+  if event in _CACHE_EVENTS:
+    _cache_counts[_CACHE_EVENTS[event]] += 1
+
+
+def compile_cache_stats() -> dict[str, int]:
+  """Persistent-cache hits and misses since `enable_compile_cache` (``{}`` before)."""
+  return dict(_cache_counts)
+
+
 def devices() -> list[str]:
   """Every device JAX sees, as ``platform:index`` (CPU first)."""
   return [f"{p}:{i}" for p in PLATFORMS for i, _ in enumerate(_platform_devices(p))]

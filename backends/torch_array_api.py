@@ -10,13 +10,20 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
   ``torch.result_type``, which Dynamo refuses ("torch.* op returned non-Tensor"); here the
   dtype is decided in Python (``torch.promote_types``), and the scalar becomes a tensor of
   that dtype (so ``maximum(0.5, x)`` and ``logaddexp(x, 0.0)`` work in every mode).
-- ``remainder`` of floats: a zero result has ``x2``'s sign, as Python's ``%``.
+- ``remainder`` of floats: a zero result has ``x2``'s sign, as Python's ``%``;
+  ``floor_divide`` with an infinite operand: ``floor(x1 / x2)`` (torch's gives NaN and -1).
+- complex ``expm1``, ``log1p`` and ``acos``: the standard's values at infinities and zeros.
 - ``sign``: NaN stays NaN (``maximum`` with ``min(x, -1)``, no mask), complex ``x / |x|``
   with ``sign(0) = 0`` by ``where`` (array_api_compat assigns through a boolean mask, which
   vmap refuses and which is slow).
 - ``take_along_axis``, ``searchsorted``'s ``sorter``, ``repeat``'s ``repeats``: indices of
   any integer dtype (torch wants int64: "dtype of indices should be Long but got Int").
 - ``result_type`` of two integer dtypes: the standard's table also for uint16/32/64.
+- ``sum``, ``prod``, ``cumulative_prod`` of unsigned integers: uint64 (torch gives int64, and
+  has no uint16/32/64 kernels: those reduce in int64, whose bits wrap alike).
+- ``var``, ``std``: a fractional ``correction`` too.
+- ``squeeze`` without sorting its axes, ``asarray`` of a list holding tensors by stacking
+  (both break ``torch.compile``), ``meshgrid`` and ``broadcast_arrays`` returning lists.
 - ``__array_namespace_info__().devices()``: a list, as 2024.12 asks.
 - ``finfo``, ``iinfo``: ``dtype`` is the torch dtype (array_api_compat: its name), finfo's
   numbers Python floats and its dtype the real one.
@@ -113,6 +120,43 @@ def remainder(x1, x2, /):
   return torch.where(out == 0, torch.copysign(torch.zeros_like(out), divisor), out)
 
 
+_torch_floor_divide = _binary(compat.floor_divide)
+
+
+def floor_divide(x1, x2, /):
+  """With an infinite operand, ``floor(x1 / x2)``: +-infinity, or a zero signed as the
+  quotient, as the standard says (torch's gives NaN and -1)."""
+  out = _torch_floor_divide(x1, x2)
+  if not out.dtype.is_floating_point:
+    return out
+  x1, x2 = (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=out.dtype)
+            for x in (x1, x2))
+  return torch.where(torch.isinf(x1) | torch.isinf(x2), torch.floor(x1 / x2), out)
+
+
+def expm1(x, /):
+  """Complex: ``exp(x) - 1`` where a part is not finite (torch's expm1 gives NaN there; exp
+  has the standard's special values, and subtracting 1 keeps them)."""
+  if not x.dtype.is_complex:
+    return torch.expm1(x)
+  return torch.where(torch.isfinite(x), torch.expm1(x), torch.exp(x) - 1)
+
+
+def log1p(x, /):
+  """Complex: ``log(1 + x)`` where a part is infinite (torch's log1p gives NaN there)."""
+  if not x.dtype.is_complex:
+    return torch.log1p(x)
+  return torch.where(torch.isinf(x), torch.log(1 + x), torch.log1p(x))
+
+
+def acos(x, /):
+  """Complex: ``acos(+-0 + 0j)`` is ``pi/2 - 0j`` (conjugated for ``-0j``); torch's ``+0j``."""
+  out = torch.acos(x)
+  if not x.dtype.is_complex:
+    return out
+  return torch.where(x == 0, torch.complex(torch.real(out), -torch.imag(x)), out)
+
+
 def sign(x, /):
   """The standard's sign: torch's for real numbers (+0 for both zeros) but NaN for NaN
   (torch: 0). For floats that is one ``maximum`` with ``min(x, -1)``, which is NaN for NaN
@@ -144,6 +188,81 @@ def repeat(x, repeats, /, *, axis=None):
   if isinstance(repeats, torch.Tensor):
     repeats = _long(repeats)
   return compat.repeat(x, repeats, axis=axis)
+
+
+_UNSIGNED = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
+_NO_KERNELS = (torch.uint16, torch.uint32, torch.uint64)  # No CPU sum/prod/cumsum kernels.
+
+
+def _unsigned_sums(f):
+  """``f`` (sum, prod, cumulative_prod) with the standard's dtype for unsigned input
+  (uint64, where torch gives int64), computed in int64 where torch has no kernel: the bits
+  wrap alike."""
+
+  def call(x, /, *, dtype=None, **kwargs):
+    if dtype is None and x.dtype in _UNSIGNED:
+      dtype = torch.uint64
+    if dtype not in _NO_KERNELS and x.dtype not in _NO_KERNELS:
+      return f(x, dtype=dtype, **kwargs)
+    wide = x.view(torch.int64) if x.dtype == torch.uint64 else x.to(torch.int64)
+    out = f(wide, dtype=torch.int64, **kwargs)
+    return out.view(torch.uint64) if dtype == torch.uint64 else out.to(dtype or x.dtype)
+
+  call.__name__ = call.__qualname__ = f.__name__
+  call.__doc__ = f.__doc__
+  return call
+
+
+def _fractional_correction(f, root):
+  """``f`` (var or std) also for a fractional ``correction`` (array_api_compat raises)."""
+
+  def call(x, /, *, axis=None, correction=0.0, keepdims=False):
+    if float(correction).is_integer():
+      return f(x, axis=axis, correction=int(correction), keepdims=keepdims)
+    dims = tuple(range(x.ndim)) if axis is None else axis
+    mean = torch.mean(x, dim=dims, keepdim=True)
+    n = x.numel() // max(mean.numel(), 1) if x.ndim else 1
+    out = torch.sum(torch.abs(x - mean) ** 2, dim=dims, keepdim=keepdims) / (n - correction)
+    return torch.sqrt(out) if root else out
+
+  call.__name__ = call.__qualname__ = f.__name__
+  call.__doc__ = f.__doc__
+  return call
+
+
+def squeeze(x, /, axis):
+  """Without array_api_compat's sort of the axes, which Dynamo refuses."""
+  axes = (axis,) if isinstance(axis, int) else tuple(axis)
+  for a in axes:
+    if not -x.ndim <= a < max(x.ndim, 1):
+      raise IndexError(f"squeeze: axis {a} is out of range for {x.ndim} dimensions")
+    if x.shape[a] != 1:
+      raise ValueError("squeezed dimensions must be equal to 1")
+  return torch.squeeze(x, tuple(a % x.ndim for a in axes)) if axes else x
+
+
+def _has_tensor(obj) -> bool:
+  return isinstance(obj, torch.Tensor) or isinstance(obj, (list, tuple)) and any(
+      _has_tensor(o) for o in obj)
+
+
+def asarray(obj, /, *, dtype=None, device=None, copy=None):
+  """A nested list holding tensors is stacked (torch.asarray of it fails under
+  torch.compile); anything else as array_api_compat has it."""
+  if isinstance(obj, (list, tuple)) and _has_tensor(obj):
+    parts = [asarray(o, device=device) for o in obj]
+    common = functools.reduce(_promote, [p.dtype for p in parts])
+    out = torch.stack([p.to(common) for p in parts])
+    return out if dtype is None else out.to(dtype)
+  return compat.asarray(obj, dtype=dtype, device=device, copy=copy)
+
+
+def meshgrid(*arrays, indexing="xy"):
+  return list(compat.meshgrid(*arrays, indexing=indexing))  # The standard's list.
+
+
+def broadcast_arrays(*arrays):
+  return list(compat.broadcast_arrays(*arrays))
 
 
 def _dtype_of(type_):
@@ -185,8 +304,15 @@ def __array_namespace_info__():  # pylint: disable=invalid-name
 
 FIXES = {
     "__array_namespace_info__": __array_namespace_info__, "remainder": remainder,
+    "floor_divide": floor_divide, "expm1": expm1, "log1p": log1p, "acos": acos,
     "finfo": finfo, "iinfo": iinfo,
     "result_type": result_type, "sign": sign, "take_along_axis": take_along_axis,
-    "searchsorted": searchsorted, "repeat": repeat,
-    **{name: _binary(getattr(compat, name)) for name in BINARY if name != "remainder"},
+    "searchsorted": searchsorted, "repeat": repeat, "squeeze": squeeze, "asarray": asarray,
+    "meshgrid": meshgrid, "broadcast_arrays": broadcast_arrays,
+    "var": _fractional_correction(compat.var, root=False),
+    "std": _fractional_correction(compat.std, root=True),
+    **{name: _unsigned_sums(getattr(compat, name))
+       for name in ("sum", "prod", "cumulative_prod")},
+    **{name: _binary(getattr(compat, name)) for name in BINARY
+       if name not in ("remainder", "floor_divide")},
 }

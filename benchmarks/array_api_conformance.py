@@ -55,6 +55,10 @@ NAMESPACES = {
     "jax": "exec('import crossgrad; xp = crossgrad.jax.xp')",
     "tensorflow": "exec('import crossgrad; xp = crossgrad.tensorflow.xp')",
     "torch": "exec('import crossgrad; xp = crossgrad.torch.xp')",
+    # What an op's body sees in TensorFlow: xp taking and giving the standard's array object.
+    "tensorflow-array": "exec('import crossgrad; crossgrad.tensorflow.xp; "
+                        "from crossgrad.backends.tensorflow_array_api import array_object; "
+                        "xp = array_object.body_namespace()')",
     # No data-dependent shapes (a compiled mode's selection): NumPy's own, the baseline.
     "numpy-native-static": "numpy",
 }
@@ -99,6 +103,8 @@ def define_flags():
                     " with tf.TensorShape read as tuples by the suite's tools (a test-side "
                     "plugin; a second row).")
   flags.DEFINE_string("json", "out/array_api_conformance.json", "Where to write JSON.")
+  flags.DEFINE_string("torch_compile_backend", "inductor", "torch.compile's backend in "
+                      "torch-compile (aot_eager: the same fullgraph trace, no code generation).")
 
 
 def _check_suite(suite: pathlib.Path):
@@ -119,6 +125,7 @@ def _environ(namespace: str) -> dict[str, str]:
   env.update(ARRAY_API_TESTS_MODULE=NAMESPACES[namespace], ARRAY_API_TESTS_VERSION=VERSION,
              JAX_ENABLE_X64="1", JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
              PYTHONHASHSEED="0")
+  env.setdefault(array_api_modes.COMPILE_BACKEND, "inductor")
   return env
 
 
@@ -247,7 +254,9 @@ def run(suite: str, namespaces: Sequence[str], selections: Sequence[str], *,
                           "keyword": keyword, "selections": SELECTIONS,
                           "tuple_shapes": {row: plugin for row, plugin in TUPLE_SHAPES.values()}
                                           if tuple_shapes else {},
-                          "operators": OPERATOR.pattern, "shrink": shrink},
+                          "operators": OPERATOR.pattern, "shrink": shrink,
+                          "torch_compile_backend": os.environ.get(
+                              array_api_modes.COMPILE_BACKEND, "inductor")},
              "versions": _versions(suite),
              "results": results}
   if json_path:
@@ -261,6 +270,7 @@ def main(argv: Sequence[str]):
   if unknown or not set(FLAGS.selections) <= set(SELECTIONS):
     raise app.UsageError(f"--namespaces from {list(NAMESPACES)}, --selections from "
                          f"{list(SELECTIONS)}")
+  os.environ[array_api_modes.COMPILE_BACKEND] = FLAGS.torch_compile_backend
   run(FLAGS.suite, FLAGS.namespaces, FLAGS.selections, max_examples=FLAGS.max_examples,
       files=FLAGS.files, keyword=FLAGS.keyword, timeout_s=FLAGS.timeout_s,
       tuple_shapes=FLAGS.tuple_shapes, shrink=FLAGS.shrink, json_path=FLAGS.json)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 from typing import Any, Callable, Sequence
 
@@ -33,6 +34,9 @@ _PAGES = {page.rsplit("/", 1)[-1].removesuffix(".html"): fns
 VMAPPED = frozenset(_PAGES["elementwise_functions"] + _PAGES["statistical_functions"]
                     + _PAGES["utility_functions"])
 COMPILED = frozenset(names.FUNCTIONS + names.LINALG + names.FFT) - _NEVER
+
+
+COMPILE_BACKEND = "CROSSGRAD_TORCH_COMPILE_BACKEND"  # torch.compile's backend= in torch-compile.
 
 
 class _Slot:
@@ -91,7 +95,10 @@ class _Backend:
       torch._dynamo.config.cache_size_limit = 1 << 20  # pylint: disable=protected-access
       torch._dynamo.config.accumulated_cache_size_limit = 1 << 20  # pylint: disable=protected-access
       self.is_array = lambda x: isinstance(x, torch.Tensor)
-      self.compile = functools.partial(torch.compile, fullgraph=True)
+      # Inductor by default; COMPILE_BACKEND=aot_eager traces the same graph (Dynamo, no
+      # graph breaks, AOTAutograd) without generating code, for a whole-suite run.
+      self.compile = functools.partial(torch.compile, fullgraph=True,
+                                       backend=os.environ.get(COMPILE_BACKEND, "inductor"))
       self.map = torch.utils._pytree.tree_map  # pylint: disable=protected-access
       self.vmap = lambda f, args: torch.func.vmap(f)(*args)
       self.stack = lambda a: torch.stack([a, a])
@@ -142,11 +149,18 @@ def _compiled_call(backend: _Backend, cache: dict, fn, *args, **kwargs):
     return fn(*args, **kwargs)  # asarray of Python data: nothing to compile.
   key = (fn, repr(skeleton))
   if key not in cache:
-    def body(*traced, skeleton=skeleton):
-      a, k = _join(skeleton, traced)
-      return fn(*a, **k)
-    cache[key] = backend.compile(body)
+    # The skeleton is a closure, not a default argument: tf.function reads defaults as
+    # inputs and turns a Python complex NaN such as -0 + NaN j into NaN + 0j.
+    cache[key] = backend.compile(_joining(fn, skeleton))
   return cache[key](*arrays)
+
+
+def _joining(fn, skeleton):
+  """``fn`` of the arrays put back into ``skeleton``."""
+  def body(*traced):
+    a, k = _join(skeleton, traced)
+    return fn(*a, **k)
+  return body
 
 
 def _vmapped_call(backend: _Backend, fn, *args, **kwargs):
@@ -157,11 +171,7 @@ def _vmapped_call(backend: _Backend, fn, *args, **kwargs):
   if not arrays:
     return fn(*args, **kwargs)
 
-  def body(*traced):
-    a, k = _join(skeleton, traced)
-    return fn(*a, **k)
-
-  out = backend.vmap(body, [backend.stack(a) for a in arrays])
+  out = backend.vmap(_joining(fn, skeleton), [backend.stack(a) for a in arrays])
   return backend.map(lambda x: x[0], out)
 
 

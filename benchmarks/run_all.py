@@ -65,6 +65,7 @@ def _headlines(results: dict) -> dict:
                                   for r in results["check_cost"]["scaling"]}
     out["compute_gradient_largest_measured"] = (
         results["check_cost"]["compute_gradient_largest_measured"])
+    out["check_cost"] = {r["figure"]: r["value"] for r in results["check_cost"]["check_cost"]}
   if "dispatch" in results:
     out["dispatch_ratio"] = {f'{r["op"]} {r["framework"]} {r["call"]}': r["ratio"]
                              for r in results["dispatch"]["rows"]}

@@ -10,7 +10,8 @@ from absl import flags
 import numpy as np
 
 import crossgrad as cg
-from crossgrad.benchmarks import handwritten, handwritten_torch, hlo, overhead, run_all, timing
+from crossgrad.benchmarks import (check_cost, handwritten, handwritten_torch, hlo, overhead,
+                                  run_all, timing)
 
 HLO_TEXT = """HloModule m, is_scheduled=true
 
@@ -183,3 +184,17 @@ def test_sizes_flag_reads_comma_separated_integers():
   values.unparse_flags()
   values(["prog"])
   assert values.sizes is None
+
+
+def test_check_cost_sets_its_figures_against_issue_27s_targets():
+  cache = [{"jobs": 1, "status": "ok", "cold s": 80.0, "warm s": 24.0, "warm / cold": 0.3},
+           {"jobs": 2, "status": "ok", "cold s": 50.0, "warm s": 25.0, "warm / cold": 0.5}]
+  scaling = [(1000, 42, "ok", 4.0), (1000000, 42, "ok", 7.0)]
+  assert check_cost.targets(cache, scaling) == [
+      {"figure": "cold full check s", "value": 80.0, "target": 60.0, "met": False},
+      {"figure": "warm / cold", "value": 0.3, "target": 0.4, "met": True},
+      {"figure": "cold full check s, --jobs=2", "value": 50.0, "target": 60.0, "met": True},
+      {"figure": "warm / cold, --jobs=2", "value": 0.5, "target": 0.4, "met": False},
+      {"figure": "leaky_relu check, 1M / 1K elements", "value": 1.75, "target": 2.0,
+       "met": True}]
+  assert check_cost.targets([], scaling[:1]) == []  # Quick runs: nothing to set.

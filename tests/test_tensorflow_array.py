@@ -71,11 +71,26 @@ def test_indexing():
            (x[None, 2], base[None, 2]), (x[_array(np.int16(2))], base[2]),
            (x[_array(rows)], base[rows]), (x[_array(rows), :], base[rows, :]),
            (x[_array(rows), _array(np.array([0, 5, 1]))], base[rows, [0, 5, 1]]),
-           (x[x > 10.0], base[base > 10.0])]
+           (x[x > 10.0], base[base > 10.0]),
+           (x[_array(rows), 4], base[rows, 4]), (x[-1, _array(rows[:2])], base[-1, rows[:2]]),
+           (x[_array(np.array([[1], [2]])), -2], base[[[1], [2]], -2]),
+           (x[_array(True)], base[None]), (x[_array(False)], base[None][:0])]
   for got, expected in cases:
     np.testing.assert_array_equal(np.asarray(got), expected)
   with pytest.raises(TypeError, match="immutable"):
     x[0] = 1.0
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"copy": True}, {"dl_device": (1, 0)},
+                                    {"max_version": (1, 0)}])
+def test_dlpack(kwargs):
+  base = np.arange(6, dtype=np.int16).reshape(2, 3)
+  x = _array(base)
+  assert x.__dlpack_device__() == (1, 0)
+  capsule = type("Exporter", (), {"__dlpack__": lambda self, **k: x.__dlpack__(**kwargs),
+                                  "__dlpack_device__": lambda self: x.__dlpack_device__()})()
+  np.testing.assert_array_equal(np.from_dlpack(capsule), base)
+  np.testing.assert_array_equal(np.asarray(xp.from_dlpack(x)), base)
 
 
 def _labelled_forward(xp_, logits, labels):

@@ -480,3 +480,60 @@ def test_from_dlpack_aliases_aligned_buffers_and_copies_the_rest():
   with pytest.raises(BufferError):
     xp.from_dlpack(shifted, copy=False)
   np.testing.assert_array_equal(xp.from_dlpack(tf.constant([1, 2], tf.uint64), copy=True), [1, 2])
+
+
+# The standard's complex special cases (C99 Annex G), one or more per listed function, with the
+# signs the standard specifies. XLA's own complex kernels drop NaNs and signs of zero in most.
+_COMPLEX_CASES = [
+    ("exp", complex(1.5, nan), complex(nan, nan)), ("exp", complex(-inf, nan), 0j),
+    ("exp", complex(inf, nan), complex(inf, nan)), ("exp", complex(nan, 0.0), complex(nan, 0.0)),
+    ("exp", complex(1.5, -0.0), complex(math.exp(1.5), -0.0)),
+    ("expm1", complex(-inf, nan), complex(-1.0, 0.0)), ("expm1", complex(inf, 0.0), inf + 0j),
+    ("cosh", complex(inf, nan), complex(inf, nan)), ("cosh", complex(nan, 1.0), complex(nan, nan)),
+    ("sinh", complex(0.0, nan), complex(0.0, nan)), ("sinh", complex(inf, 0.0), inf + 0j),
+    ("sinh", complex(-inf, -0.0), complex(-inf, -0.0)),
+    ("tanh", complex(inf, nan), 1 + 0j), ("tanh", complex(0.0, nan), complex(0.0, nan)),
+    ("tanh", complex(-inf, 2.0), complex(-1.0, 0.0)),
+    ("atanh", complex(0.0, nan), complex(0.0, nan)), ("atanh", complex(1.0, 0.0), inf + 0j),
+    ("atanh", complex(inf, nan), complex(0.0, nan)),
+    ("asinh", complex(nan, 0.0), complex(nan, 0.0)), ("asinh", complex(inf, inf),
+                                                     complex(inf, math.pi / 4)),
+    ("acosh", complex(0.0, nan), complex(nan, math.pi / 2)),
+    ("acosh", complex(-inf, nan), complex(inf, nan)), ("acosh", complex(-0.0, 0.0),
+                                                        complex(0.0, math.pi / 2)),
+    ("acos", complex(0.0, nan), complex(math.pi / 2, nan)), ("acos", complex(0.0, 0.0),
+                                                            complex(math.pi / 2, -0.0)),
+    ("acos", complex(nan, inf), complex(nan, -inf)), ("acos", complex(-inf, inf),
+                                                      complex(3 * math.pi / 4, -inf)),
+    ("log", complex(inf, nan), complex(inf, nan)), ("log", complex(nan, inf), complex(inf, nan)),
+    ("log", complex(-0.0, 0.0), complex(-inf, math.pi)),
+    ("log1p", complex(-inf, nan), complex(inf, nan)), ("log1p", complex(-1.0, 0.0), -inf + 0j),
+    ("sqrt", complex(-inf, nan), complex(nan, inf)), ("sqrt", complex(inf, nan), complex(inf, nan)),
+    ("sqrt", complex(nan, inf), complex(inf, inf)), ("sqrt", complex(-4.0, 0.0), 2j),
+    ("sqrt", complex(-4.0, -0.0), complex(0.0, -2.0)),
+]
+
+
+def _same_special(got, want, rtol, what):
+  """Equal parts (to ``rtol``), NaN equal to NaN, the sign of a zero part significant."""
+  for g, w in ((got.real, want.real), (got.imag, want.imag)):
+    if math.isnan(w):
+      assert math.isnan(g), (what, got, want)
+    elif w == 0 or math.isinf(w):
+      assert g == w and math.copysign(1.0, g) == math.copysign(1.0, w), (what, got, want)
+    else:
+      assert abs(g - w) <= rtol * abs(w), (what, got, want)
+
+
+@pytest.mark.parametrize("mode, dtype", [("eager", np.complex64), ("eager", np.complex128),
+                                         ("jit", np.complex128)])  # One compilation: ~10 s.
+def test_complex_special_cases(mode, dtype):
+  """All cases in one call (one XLA compilation), a 1-D array of a function's cases each."""
+  rtol = 1e-6 if dtype == np.complex64 else 1e-15
+  names = sorted({name for name, _, _ in _COMPLEX_CASES})
+  cases = [[(z, w) for n, z, w in _COMPLEX_CASES if n == name] for name in names]
+  got = _run(mode, lambda m, *zs: [getattr(m, n)(z) for n, z in zip(names, zs)],
+             *[np.array([z for z, _ in c], dtype) for c in cases])
+  for name, c, g in zip(names, cases, got):
+    for (z, want), value in zip(c, g):
+      _same_special(complex(value), want, rtol, (name, z))

@@ -102,3 +102,65 @@ def test_remainder_zero_has_the_divisor_sign(mode):
   np.testing.assert_array_equal(out.numpy(), np.remainder(x1, x2))
   assert np.signbit(xp.remainder(torch.tensor([-0.0]), 2.0).numpy()[0]) == np.signbit(
       np.remainder(-0.0, 2.0))
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+def test_squeeze_asarray_and_fractional_correction(mode):
+  x = np.random.default_rng(0).standard_normal((1, 3, 1))
+  t = torch.from_numpy(x)
+  out = _modes(lambda a: xp.squeeze(a, axis=(0, -1)))[mode](t)
+  np.testing.assert_array_equal(out.numpy(), np.squeeze(x, axis=(0, -1)))
+  out = _modes(lambda a: xp.asarray([[a[0, 0, 0], a[0, 1, 0]]], dtype=xp.float32))[mode](t)
+  np.testing.assert_allclose(out.numpy(), [[x[0, 0, 0], x[0, 1, 0]]], rtol=1e-6)
+  for correction in (0.5, 1):
+    for name in ("var", "std"):
+      out = _modes(lambda a, n=name, c=correction: getattr(xp, n)(a, axis=1, correction=c))
+      np.testing.assert_allclose(out[mode](t).numpy(),
+                                 getattr(np, name)(x, axis=1, ddof=correction), rtol=1e-12)
+  with pytest.raises(ValueError, match="equal to 1"):
+    xp.squeeze(t, axis=1)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_unsigned_sums_give_uint64(dtype):
+  """The standard (and NumPy): uint64; torch gives int64 and has no uint16/32/64 kernels."""
+  x = np.array([[200, 100, 7], [3, 255, 2]], dtype)
+  t = torch.from_numpy(x.astype(np.int64)).to(getattr(torch, np.dtype(dtype).name))
+  for name in ("sum", "prod", "cumulative_prod"):
+    out, expected = getattr(xp, name)(t, axis=1), getattr(nxp, name)(x, axis=1)
+    assert out.dtype == torch.uint64, name
+    np.testing.assert_array_equal(out.to(torch.int64).numpy().astype(np.uint64), expected)
+  assert [type(f(torch.ones(2), torch.ones(2))) for f in (xp.meshgrid, xp.broadcast_arrays)
+          ] == [list, list]
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
+def test_floor_divide_with_infinities(mode):
+  """The standard's values (NumPy's own gives NaN for the first four)."""
+  x1 = np.array([math.inf, math.inf, -math.inf, 3.0, -3.0, 3.0, 7.5, -7.5])
+  x2 = np.array([2.0, -2.0, 2.0, -math.inf, math.inf, math.inf, 2.0, 2.0])
+  expected = np.array([math.inf, -math.inf, -math.inf, -0.0, -0.0, 0.0, 3.0, -4.0])
+  out = _modes(xp.floor_divide)[mode](torch.from_numpy(x1), torch.from_numpy(x2)).numpy()
+  np.testing.assert_array_equal(out, expected)
+  np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
+
+
+@pytest.mark.parametrize("mode", ["eager", "vmap"])
+def test_complex_special_values(mode):
+  """The standard's special cases (C99), where torch's kernels give NaN or +0j."""
+  inf, nan = math.inf, math.nan
+  cases = {
+      "expm1": [(complex(inf, 0.0), complex(inf, 0.0)), (complex(-inf, inf), complex(-1.0, 0.0)),
+                (complex(-inf, nan), complex(-1.0, 0.0)), (complex(nan, 0.0), complex(nan, 0.0)),
+                (complex(inf, nan), complex(inf, nan)), (1e-10 + 0j, math.expm1(1e-10) + 0j)],
+      "log1p": [(complex(inf, nan), complex(inf, nan)), (complex(nan, inf), complex(inf, nan)),
+                (complex(-inf, 1.0), complex(inf, math.pi)), (1e-10 + 0j, math.log1p(1e-10) + 0j)],
+      "acos": [(0j, complex(math.pi / 2, -0.0)), (complex(-0.0, -0.0), complex(math.pi / 2, 0.0))],
+  }
+  for name, pairs in cases.items():
+    z = torch.tensor([p[0] for p in pairs], dtype=torch.complex128)
+    got = _modes(getattr(xp, name))[mode](z).numpy()
+    for g, (_, w) in zip(got, pairs):
+      for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
+        assert (math.isnan(gp) and math.isnan(wp)) or (
+            gp == wp and math.copysign(1, gp) == math.copysign(1, wp)), (name, g, w)

@@ -1,10 +1,11 @@
-"""Elementwise functions, with the complex special cases TensorFlow's kernels get wrong."""
+"""Elementwise functions (complex special cases: ``_complex``)."""
 
 import math
 
 import tensorflow as tf
 from tensorflow.python.ops import control_flow_util  # pylint: disable=g-direct-tensorflow-import
 
+from crossgrad.backends.tensorflow_array_api import _complex
 from crossgrad.backends.tensorflow_array_api._dtypes import (
     _REAL_OF, _SIGNED, _UNSIGNED, _cast, _is_complex, _is_float, _is_integral, _is_scalar,
     _promote, _tensor, bool, complex128, complex64, float32, float64, int32, int64, uint16,
@@ -57,37 +58,16 @@ def _log_base(base):
   return fn
 
 
-acos = _unary("acos", tf.math.acos)
-acosh = _unary("acosh", tf.math.acosh)
-asin = _unary("asin", tf.math.asin)
-asinh = _unary("asinh", tf.math.asinh)
-atan = _unary("atan", tf.math.atan)
-atanh = _unary("atanh", tf.math.atanh)
-cos = _unary("cos", tf.math.cos)
-cosh = _unary("cosh", tf.math.cosh)
-exp = _unary("exp", tf.math.exp)
-log = _unary("log", tf.math.log, complex_fn=_complex_log)
-
-
 def _complex_expm1(z):
-  """exp(z) - 1, accurate near 0, with C99's special values (TF's gives NaN at infinities)."""
+  """exp(z) - 1 for finite z, accurate near 0 (special values: `_complex.expm1_rules`)."""
   a, b = tf.math.real(z), tf.math.imag(z)
-  near = tf.logical_and(tf.math.is_finite(a), tf.math.is_finite(b))
-  a0, b0 = tf.where(near, a, tf.zeros_like(a)), tf.where(near, b, tf.zeros_like(b))
-  half = tf.math.sin(b0 / 2)
-  precise = tf.complex(tf.math.expm1(a0) * tf.math.cos(b0) - 2 * half * half,
-                       tf.math.exp(a0) * tf.math.sin(b0))
-  out = tf.where(near, precise, tf.math.exp(z) - tf.ones([], z.dtype))
-  # exp(+inf + i*inf or NaN) has no direction: inf + NaN j; exp(-inf + ...) - 1 is -1 + 0j.
-  out = tf.where(tf.logical_and(tf.equal(a, math.inf), tf.logical_not(tf.math.is_finite(b))),
-                 tf.complex(a, _nan_like(b)), out)
-  out = tf.where(tf.equal(a, -math.inf), tf.complex(-tf.ones_like(a), tf.zeros_like(b)), out)
-  real_axis = tf.where(tf.equal(a, 0), tf.zeros_like(a), tf.math.expm1(a))  # +0 at -0 + 0j.
-  return tf.where(tf.equal(b, 0), tf.complex(real_axis, b), out)
+  half = tf.math.sin(b / 2)
+  return tf.complex(tf.math.expm1(a) * tf.math.cos(b) - 2 * half * half,
+                    tf.math.exp(a) * tf.math.sin(b))
 
 
 def _complex_log1p(z):
-  """log(1 + z), accurate near 0 (TF's complex log1p gives NaN at infinities)."""
+  """log(1 + z) for finite z, accurate near 0 (special values: `_complex.log1p_rules`)."""
   a, b = tf.math.real(z), tf.math.imag(z)
   small = tf.less(tf.math.maximum(tf.math.abs(a), tf.math.abs(b)), 0.5)
   a0, b0 = tf.where(small, a, tf.zeros_like(a)), tf.where(small, b, tf.zeros_like(b))
@@ -95,23 +75,35 @@ def _complex_log1p(z):
   return tf.where(small, precise, _complex_log(z + tf.ones([], z.dtype)))
 
 
-def _complex_tanh(z):
-  """TF's tanh, with tanh(+-inf + i*y) = +-1 + 0j for finite y as the standard says."""
-  a, b = tf.math.real(z), tf.math.imag(z)
-  limit = tf.logical_and(tf.math.is_inf(a), tf.math.is_finite(b))
-  return tf.where(limit, tf.complex(tf.math.sign(a), tf.zeros_like(b) * tf.math.sign(b)),
-                  tf.math.tanh(z))
-
-
-expm1 = _unary("expm1", tf.math.expm1, complex_fn=_complex_expm1)
-log1p = _unary("log1p", tf.math.log1p, complex_fn=_complex_log1p)
+acos = _unary("acos", tf.math.acos,
+              complex_fn=_complex.special(tf.math.acos, _complex.acos_rules))
+acosh = _unary("acosh", tf.math.acosh,
+               complex_fn=_complex.special(tf.math.acosh, _complex.acosh_rules))
+asin = _unary("asin", tf.math.asin)
+asinh = _unary("asinh", tf.math.asinh,
+               complex_fn=_complex.special(tf.math.asinh, _complex.asinh_rules, "odd"))
+atan = _unary("atan", tf.math.atan)
+atanh = _unary("atanh", tf.math.atanh,
+               complex_fn=_complex.special(tf.math.atanh, _complex.atanh_rules, "odd"))
+cos = _unary("cos", tf.math.cos)
+cosh = _unary("cosh", tf.math.cosh,
+              complex_fn=_complex.special(tf.math.cosh, _complex.cosh_rules, "even"))
+exp = _unary("exp", tf.math.exp, complex_fn=_complex.special(tf.math.exp, _complex.exp_rules))
+log = _unary("log", tf.math.log, complex_fn=_complex.special(_complex_log, _complex.log_rules))
+expm1 = _unary("expm1", tf.math.expm1,
+               complex_fn=_complex.special(_complex_expm1, _complex.expm1_rules))
+log1p = _unary("log1p", tf.math.log1p,
+               complex_fn=_complex.special(_complex_log1p, _complex.log1p_rules))
 log2 = _unary("log2", _log_base(2))
 log10 = _unary("log10", _log_base(10))
 sin = _unary("sin", tf.math.sin)
-sinh = _unary("sinh", tf.math.sinh)
-sqrt = _unary("sqrt", tf.math.sqrt)
+sinh = _unary("sinh", tf.math.sinh,
+              complex_fn=_complex.special(tf.math.sinh, _complex.sinh_rules, "odd"))
+sqrt = _unary("sqrt", tf.math.sqrt,
+              complex_fn=_complex.special(tf.math.sqrt, _complex.sqrt_rules))
 tan = _unary("tan", tf.math.tan)
-tanh = _unary("tanh", tf.math.tanh, complex_fn=_complex_tanh)
+tanh = _unary("tanh", tf.math.tanh,
+              complex_fn=_complex.special(tf.math.tanh, _complex.tanh_rules, "odd"))
 reciprocal = _unary("reciprocal", tf.math.reciprocal)
 ceil = _unary("ceil", tf.math.ceil, ints_identity=True)
 floor = _unary("floor", tf.math.floor, ints_identity=True)

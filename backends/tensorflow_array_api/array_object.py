@@ -108,6 +108,25 @@ class Array:
     del copy
     return np.asarray(self.tensor, dtype=dtype)
 
+  def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """TensorFlow's DLPack capsule (a legacy, unversioned one, which ``max_version`` allows);
+    ``dl_device`` (1, 0) copies to the CPU, ``copy=True`` copies the buffer."""
+    del stream, max_version
+    tensor = self.tensor
+    if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+      if tuple(dl_device) != (1, 0):
+        raise BufferError(f"__dlpack__: cannot export to DLPack device {dl_device}")
+      with tf.device("CPU:0"):
+        tensor = tf.raw_ops.DeepCopy(x=tensor)
+    elif copy:
+      tensor = tf.raw_ops.DeepCopy(x=tensor)
+    return tf.experimental.dlpack.to_dlpack(tensor)
+
+  def __dlpack_device__(self):
+    """(1, 0) for the CPU, (2, i) for GPU i (DLPack's kDLCPU, kDLCUDA)."""
+    spec = tf.DeviceSpec.from_string(self.tensor.device)
+    return (2, spec.device_index or 0) if spec.device_type == "GPU" else (1, 0)
+
   def __tf_tensor__(self, dtype=None, name=None):
     return tf.convert_to_tensor(self.tensor, dtype=dtype, name=name)
 
@@ -217,18 +236,26 @@ def _is_array_index(k) -> bool:
   ) or isinstance(k, tf.Tensor) and k.dtype == tf.bool
 
 
+def _is_integer(k) -> bool:
+  return isinstance(k, (int, np.integer)) and not isinstance(k, bool) or isinstance(
+      k, tf.Tensor) and k.dtype.is_integer
+
+
 def _getitem(x, key):
   """The standard's indexing of ``x``: tf.Tensor's basic indexing (0-D integer arrays of any
-  integer dtype), one boolean mask, or integer arrays on the leading axes (broadcast
-  together; negative ones count from the end)."""
+  integer dtype), one boolean mask, or integer arrays and integers on the leading axes
+  (broadcast together; negative ones count from the end)."""
   key = key if isinstance(key, tuple) else (key,)
   key = tuple(k.tensor if type(k) is Array else k for k in key)
   arrays = [i for i, k in enumerate(key) if _is_array_index(k)]
   if not arrays:
     return x[tuple(tf.cast(k, tf.int64) if isinstance(k, tf.Tensor) else k for k in key)]
   first = tf.convert_to_tensor(key[arrays[0]])
-  if first.dtype == tf.bool and len(key) == 1:
-    return tf.boolean_mask(x, first)
+  if first.dtype == tf.bool and len(key) == 1:  # A 0-D mask adds an axis of size 1 or 0.
+    return tf.boolean_mask(x[None], first[None]) if first.shape.rank == 0 else tf.boolean_mask(
+        x, first)
+  # Integers beside integer arrays are 0-D integer arrays (broadcast with the others).
+  arrays = [i for i, k in enumerate(key) if i in arrays or _is_integer(k)]
   rest = key[len(arrays):]
   if arrays != list(range(len(arrays))) or first.dtype == tf.bool or any(
       k is not Ellipsis and k != slice(None) for k in rest):
