@@ -84,6 +84,13 @@ def tf_step(fn: Callable[..., Any], diff: Sequence[int], jit_compile: bool = Fal
   return step if eager else tf.function(step, jit_compile=jit_compile, autograph=False)
 
 
+def op_names(ops: Sequence[str] | None = None) -> list[str]:
+  """``ops``, or every registry op and then the benchmarks' own (`handwritten.STE_SIGN`)."""
+  if ops:
+    return list(ops)
+  return cg.names() + [n for n in handwritten.BASELINES if n not in cg.names()]
+
+
 def op_of(baseline: handwritten.Baseline):
   """The baseline's `OpDef`."""
   return baseline.op if isinstance(baseline.op, cg.OpDef) else cg.get(baseline.op)
@@ -251,8 +258,7 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
   """
   if threads:
     torch_overhead.torch.set_num_threads(threads)
-  names = list(ops) if ops else cg.names() + [n for n in handwritten.BASELINES
-                                              if n not in cg.names()]
+  names = op_names(ops)
   hlo_size = HLO_SIZE if HLO_SIZE in sizes else min(sizes)
   rows, structure_rows, vjp_rows = [], [], []
   missing = [n for n in names if n not in handwritten.BASELINES]
