@@ -41,6 +41,14 @@ TEMPLATE: dict[str, dict[str, Any]] = {
                        "index": {"frameworks": ("framework", "setting")},
                        "hide": ("op_ms_all", "handwritten_ms_all")},
     "tf1_port_overhead": {"heading": "an op ported from TF1 against the same op as an OpDef"},
+    "overhead_ste_sign": {
+        "heading": "the sign straight-through estimator in every mode",
+        "intro": "`overhead` for `handwritten.STE_SIGN` alone (forward `xp.sign(x)`, backward "
+                 "`g * (abs(x) <= 1)`; larq's `ste_sign`), in every mode, against the same op "
+                 "written with each framework's primitives, measured interleaved in one run: "
+                 "`python -m crossgrad.benchmarks.overhead --ops=ste_sign "
+                 "--sizes=1000,1000000 --budget_s=1.5 --threads=1 "
+                 "--json=docs/benchmarks/overhead_ste_sign.json`."},
 }
 # Section headings of common keys; any other key is shown with "_" as spaces.
 SECTIONS = {"rows": "Results", "no_baseline": "Ops without a hand-written baseline"}
