@@ -60,6 +60,15 @@ def _torch_compiler():
   return getattr(sys.modules.get("torch"), "compiler", None)
 
 
+def _torch_compiling(compiler) -> bool:
+  """torch.compile at work: Dynamo tracing, or AOTAutograd and Inductor compiling a graph,
+  a backward graph included (compiled at the first backward pass, where
+  `torch.compiler.is_compiling` is False but a tracing context is set)."""
+  guards = sys.modules.get("torch._guards")
+  return compiler.is_compiling() or (guards is not None
+                                     and guards.TracingContext.try_get() is not None)
+
+
 def _load(name: str):
   if name in _LAZY_BACKENDS:
     from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
@@ -82,10 +91,12 @@ def __getattr__(name: str):
   compiler = _torch_compiler()
   if compiler is None:
     return _load(name)
-  if compiler.is_compiling():
-    # Inductor compiling (its cache-key pickler probes module attributes and takes an
-    # AttributeError as "not here"): importing an API module makes ops, which torch
-    # refuses inside a compiler.
+  if _torch_compiling(compiler):
+    # Inductor's cache-key pickler looks for the module holding the `torch` module
+    # (pickle.whichmodule probes every module's attribute ``torch``) and takes an
+    # AttributeError as "not here": importing an API module there would make ops inside
+    # the compiler, which torch refuses (the cache would be bypassed) or allows only
+    # as a side effect of pickling (the backward graph).
     raise AttributeError(
         f"crossgrad.{name} is imported on first use, which cannot happen while torch.compile "
         f"compiles: use crossgrad.{name} once before compiling")

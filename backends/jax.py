@@ -215,9 +215,13 @@ def _forward_and_reverse(core: op_core.OpCore) -> Callable[..., Any]:
   def jvp(primals, tangents):
     # The outputs come from the op itself, so that a transformation around this rule
     # (the outer one in jax.hessian) differentiates them by this rule too: a surrogate
-    # stays a surrogate at every order. Compiled, the two forwards are one (CSE).
-    outputs = custom(*primals)
-    return outputs, _output_tangents(core, outputs, core.forward(primals), tangents)
+    # stays a surrogate at every order. Compiled, the two forwards are one (CSE); on
+    # concrete primals (eager, op by op) no transformation is around the rule, and the
+    # forward runs once.
+    result = core.forward(primals)
+    traced = any(isinstance(p, jax.core.Tracer) for p in primals)
+    outputs = custom(*primals) if traced else result.outputs
+    return outputs, _output_tangents(core, outputs, result, tangents)
 
   custom.defjvp(jvp, symbolic_zeros=True)
   return custom
@@ -246,6 +250,34 @@ def set_cpu_device_count(count: int) -> int:
   except RuntimeError:  # Already initialised.
     return len(jax.devices("cpu"))
   return count
+
+
+_CACHE_EVENTS = {"/jax/compilation_cache/cache_hits": "hits",
+                 "/jax/compilation_cache/cache_misses": "misses"}
+_cache_counts: dict[str, int] = {}
+
+
+def enable_compile_cache(directory: str) -> None:
+  """JAX's persistent compilation cache in ``directory``, every executable kept (by
+  default JAX keeps only those that took a second to compile: few on a CPU)."""
+  from jax.experimental.compilation_cache import compilation_cache  # pylint: disable=g-import-not-at-top
+  jax.config.update("jax_compilation_cache_dir", directory)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+  compilation_cache.reset_cache()  # Takes the new directory even if JAX compiled before.
+  if not _cache_counts:
+    _cache_counts.update(hits=0, misses=0)
+    jax.monitoring.register_event_listener(_count_cache_event)
+
+
+def _count_cache_event(event: str, **unused) -> None:
+  if event in _CACHE_EVENTS:
+    _cache_counts[_CACHE_EVENTS[event]] += 1
+
+
+def compile_cache_stats() -> dict[str, int]:
+  """Persistent-cache hits and misses since `enable_compile_cache` (``{}`` before)."""
+  return dict(_cache_counts)
 
 
 def devices() -> list[str]:

@@ -135,8 +135,20 @@ class CpuDevices(Protocol):
     already started with another count (then nothing changes); returns the count it has."""
 
 
+@runtime_checkable
+class CompileCache(Protocol):
+  """Optional: a compile cache across runs (`crossgrad.backends.compile_cache`)."""
+
+  def enable_compile_cache(self, directory: str) -> None:
+    """Keeps the framework's compiled programs in ``directory`` from now on, process-wide."""
+
+  def compile_cache_stats(self) -> dict[str, int]:
+    """``{"hits": n, "misses": n}`` since `enable_compile_cache`; ``{}`` before it."""
+
+
 MEMBERS = ("NAME", "VERSION", "MODES", "xp", "get", "spec_of", "devices", "evaluate",
            "precision_scope", "register_container")
 OPTIONAL_MEMBERS = ("EXTRA_MODES", "TRANSFORMS", "UNSUPPORTED_CHECKS", "evaluate_higher_order",
                     "evaluate_transformed", "ARRAY_MODULES", "set_cpu_device_count",
+                    "enable_compile_cache", "compile_cache_stats",
                     "CONJUGATE_COMPLEX_GRADIENTS")

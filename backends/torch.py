@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import os
 import types
 from typing import Any, Callable, Sequence
 
@@ -318,7 +319,9 @@ def _forward_rules(core: op_core.OpCore):
     ctx.set_materialize_grads(False)
     ctx.mark_non_differentiable(*new, *(o for o in outs if not _inexact(o)))
     ctx.device = outs[0].device
-    ctx.save_for_backward(*to_save(ctx, inputs, output))
+    tensors = to_save(ctx, inputs, output)
+    ctx.save_for_backward(*tensors)
+    return tensors
 
   def saved(ctx, tensors):
     n_in, n_named = ctx.counts[0], len(ctx.named_outputs)
@@ -384,8 +387,7 @@ def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
   backward, jvp = _backward_rules(core, saved)
 
   def setup_context_with_tangents(ctx, inputs, output):
-    setup_context(ctx, inputs, output)
-    ctx.save_for_forward(*to_save(ctx, inputs, output))
+    ctx.save_for_forward(*setup_context(ctx, inputs, output))
 
   class_name = "".join(part.capitalize() for part in op.name.replace(".", "_").split("_"))
   methods = {"forward": staticmethod(forward), "backward": staticmethod(backward),
@@ -418,6 +420,38 @@ def set_cpu_device_count(count: int) -> int:
   global _cpu_devices
   _cpu_devices = int(count)
   return _cpu_devices
+
+
+_cache_start: dict[str, int] = {}
+
+
+def _autograd_cache_counts() -> dict[str, int]:
+  from torch._dynamo import utils  # pylint: disable=g-import-not-at-top
+  counts = utils.counters["aot_autograd"]
+  return {"hits": counts["autograd_cache_hit"],
+          "misses": counts["autograd_cache_miss"] + counts["autograd_cache_bypass"]}
+
+
+def enable_compile_cache(directory: str) -> None:
+  """Inductor's FX graph cache and AOTAutograd's cache in ``directory``, crossgrad's ops
+  included: AOTAutograd skips graphs with a custom `torch.autograd.Function` unless told
+  otherwise, and every crossgrad op is one. That is sound for them: Dynamo traces the
+  Function's forward and backward into the graph, so both are part of the cache key."""
+  from torch._functorch import config as functorch_config  # pylint: disable=g-import-not-at-top
+  from torch._inductor import config as inductor_config  # pylint: disable=g-import-not-at-top
+  os.environ["TORCHINDUCTOR_CACHE_DIR"] = directory  # Where Inductor reads it, every time.
+  inductor_config.fx_graph_cache = True
+  functorch_config.enable_autograd_cache = True
+  functorch_config.autograd_cache_allow_custom_autograd_functions = True
+  _cache_start.update(_autograd_cache_counts())
+
+
+def compile_cache_stats() -> dict[str, int]:
+  """AOTAutograd cache hits and misses (a bypass counts as a miss) since
+  `enable_compile_cache` (``{}`` before): one per graph torch.compile compiles."""
+  if not _cache_start:
+    return {}
+  return {k: v - _cache_start[k] for k, v in _autograd_cache_counts().items()}
 
 
 def devices() -> list[str]:

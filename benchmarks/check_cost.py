@@ -1,6 +1,9 @@
 r"""What checking costs: imports, the full cross-check, and how checking one op scales.
 
-  python -m crossgrad.benchmarks.check_cost [--quick] [--sizes=1000,1000000,16000000]
+  python -m crossgrad.benchmarks.check_cost [--quick] [--sizes=1000,1000000,16000000] [--jobs=1,2]
+
+Also each backend alone (every row) at 1K and 1M elements, and the ratio of the two: the
+check's own work should grow no faster than the op's (docs/cross-check.md).
 
 Baselines measured in the same run: `import numpy` / `import tensorflow` / `import jax`
 for the imports (fresh interpreters, interleaved); one reference forward + VJP for the
@@ -10,6 +13,12 @@ numerical Jacobians) for `cross_check(["leaky_relu"], inputs=[x])` at each size.
 `compute_gradient` is not feasible (its two float64 n x n Jacobians outgrow the memory cap,
 or it would run past the time cap) its time is extrapolated from the sizes it ran at and
 marked ``estimated``.
+
+The full check as users run it, ``python -m crossgrad.check`` in fresh processes: cold (an
+empty compile cache) then warm (the cache the cold run left; docs/cross-check.md, "Compile
+caches across runs"), per ``--jobs`` count (`JOBS`). The `check_cost` table sets these
+figures and the 1M / 1K scaling against issue 27's targets: cold <= 60 s, warm <= 0.4 x cold,
+1M elements <= 2 x 1K.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ import collections
 import math
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Sequence
 
@@ -33,9 +43,11 @@ FLAGS = flags.FLAGS
 
 SIZES = (1_000, 1_000_000, 16_000_000)
 QUICK_SIZES = (1_000,)
+JOBS = (1,)  # --jobs counts of the cold/warm full check.
 IMPORTS = (("crossgrad", "numpy"), ("crossgrad; crossgrad.tensorflow", "tensorflow"),
            ("crossgrad; crossgrad.jax", "jax"))
 PROBE_START = 64  # compute_gradient's smallest probe.
+BACKEND_SIZES = (1_000, 1_000_000)  # Each backend alone: 1M should cost <= 2x 1K.
 
 
 def _import_seconds(statement: str) -> float:
@@ -92,6 +104,29 @@ def full_check_row() -> tuple:
           "framework start-up", warmup, total / warmup), report.ok
 
 
+def check_seconds(cache_dir: str, jobs: int) -> tuple[float, bool]:
+  """Wall-clock seconds of ``python -m crossgrad.check`` (every built-in op) in a fresh
+  process with its compile caches in ``cache_dir``; and whether it passed."""
+  command = [sys.executable, "-m", "crossgrad.check", f"--cache_dir={cache_dir}"]
+  command += [f"--jobs={jobs}"] if jobs > 1 else []
+  start = time.perf_counter()
+  done = subprocess.run(command, capture_output=True, text=True, check=False)
+  return time.perf_counter() - start, done.returncode == 0
+
+
+def cache_rows(jobs: Sequence[int]) -> list[dict]:
+  """The full check cold (an empty compile cache) then warm (the cache the cold run left),
+  for each ``--jobs`` count; the warm run against the cold one."""
+  rows = []
+  for n in jobs:
+    with tempfile.TemporaryDirectory() as cache:
+      cold, cold_ok = check_seconds(cache, n)
+      warm, warm_ok = check_seconds(cache, n)
+    rows.append({"jobs": n, "status": "ok" if cold_ok and warm_ok else "FAIL",
+                 "cold s": cold, "warm s": warm, "warm / cold": warm / cold})
+  return rows
+
+
 def scaling_rows(sizes: Sequence[int]) -> list[tuple]:
   """`cross_check(["leaky_relu"], inputs=[x])` at each size, split by where time went."""
   rows, n_params = [], len(cg.get("leaky_relu").param_sets)
@@ -109,6 +144,24 @@ def scaling_rows(sizes: Sequence[int]) -> list[tuple]:
                  spent["numpy"], spent["tensorflow"], spent["jax"],
                  total - sum(spent.values())))
     del x, report
+  return rows
+
+
+def backend_scaling_rows(sizes: Sequence[int] = BACKEND_SIZES) -> list[tuple]:
+  """`cross_check(["leaky_relu"], inputs=[x], backends=[b])` for each backend alone at each
+  size (every row; started up first), and the largest size's time over the smallest's."""
+  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  rows = []
+  for backend in base.default_backends():
+    cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(16)], backends=[backend])
+    seconds, ok = {}, True
+    for size in sizes:
+      start = time.perf_counter()
+      report = cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(size)],
+                              backends=[backend])
+      seconds[size], ok = time.perf_counter() - start, ok and report.ok
+    rows.append((backend, len(report.rows), "ok" if ok else "FAIL",
+                 *(seconds[n] for n in sizes), seconds[max(sizes)] / seconds[min(sizes)]))
   return rows
 
 
@@ -151,17 +204,34 @@ def compute_gradient_times(sizes: Sequence[int], cap_s: float, cap_bytes: int) -
           "largest_measured": measured[-1][0] if measured else None}
 
 
+def targets(cache: list[dict], scaling: list[tuple]) -> list[dict]:
+  """Issue 27's figures against its targets: cold and warm full checks (per ``--jobs``),
+  and checking leaky_relu at 1M elements against 1K."""
+  rows = []
+  for row in cache:
+    jobs = f", --jobs={row['jobs']}" if row["jobs"] > 1 else ""
+    rows += [{"figure": f"cold full check s{jobs}", "value": row["cold s"], "target": 60.0},
+             {"figure": f"warm / cold{jobs}", "value": row["warm / cold"], "target": 0.4}]
+  seconds = {size: total for size, _, _, total, *_ in scaling}
+  if 1_000 in seconds and 1_000_000 in seconds:
+    rows.append({"figure": "leaky_relu check, 1M / 1K elements",
+                 "value": seconds[1_000_000] / seconds[1_000], "target": 2.0})
+  return [dict(r, met=r["value"] <= r["target"]) for r in rows]
+
+
 def settings(quick: bool) -> dict:
   """run()'s arguments for a full or a quick run (no framework imports, no full check)."""
   if quick:
     return {"sizes": QUICK_SIZES, "repeats": 1, "frameworks": False, "full_check": False,
-            "cap_s": 2.0}
-  return {"sizes": SIZES, "repeats": 5, "frameworks": True, "full_check": True, "cap_s": 20.0}
+            "cap_s": 2.0, "by_backend": False, "jobs": ()}
+  return {"sizes": SIZES, "repeats": 5, "frameworks": True, "full_check": True, "cap_s": 20.0,
+          "by_backend": True, "jobs": JOBS}
 
 
 def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
         full_check: bool = True, cap_s: float = 20.0, cap_bytes: int = 2 << 30,
-        json_path: str | None = None) -> dict:
+        jobs: Sequence[int] = JOBS, json_path: str | None = None,
+        by_backend: bool = True) -> dict:
   """Runs the benchmark, prints its tables, writes JSON; returns the JSON payload."""
   rows = import_rows(repeats, frameworks)
   rows.append(directional_row(min(1_000_000, max(sizes)), max(repeats, 3)))
@@ -169,7 +239,9 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
   if full_check:
     full_row, full_ok = full_check_row()
     rows.append(full_row)
+  cache = cache_rows(jobs)  # Fresh processes: run while this one is small.
   scaling = scaling_rows(sizes)
+  by_backend = backend_scaling_rows() if by_backend else []
   gradient = compute_gradient_times(sizes, cap_s, cap_bytes)
   for size, _, _, total, *_ in scaling:
     seconds, measured = gradient["times"][size]
@@ -179,24 +251,38 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
   header = ("what", "seconds", "baseline", "baseline s", "ratio")
   scaling_header = ("elements", "checks", "status", "seconds", "per param set", "numpy fd s",
                     "tensorflow s", "jax s", "reference+compare s")
+  backend_header = ("backend", "checks", "status", *(f"{n:,} elements s" for n in BACKEND_SIZES),
+                    "ratio")
   gradient_header = ("elements", "compute_gradient s", "measured", "jacobians GB")
   gradient_rows = [(n, s, "yes" if m else "no (estimated)", jacobian_bytes(n) / 1e9)
                    for n, (s, m) in sorted(gradient["times"].items())]
   timing.emit("crossgrad check cost (seconds; ratio = measured / baseline)", header, rows, None)
   timing.emit("cross_check(['leaky_relu'], inputs=[x]) by size: both frameworks, every mode, "
               "float32 and float64, both parameter sets", scaling_header, scaling, None)
+  if by_backend:
+    timing.emit("cross_check(['leaky_relu'], inputs=[x], backends=[backend]): each backend "
+                "alone, every row; ratio = largest size / smallest", backend_header,
+                by_backend, None)
   timing.emit("tf.test.compute_gradient (TF only, float64, eager) by size", gradient_header,
               gradient_rows, None)
+  for title, records in (("python -m crossgrad.check, fresh processes", cache),
+                         ("issue 27 targets", targets(cache, scaling))):
+    if records:
+      timing.emit(title, tuple(records[0]), [tuple(r.values()) for r in records], None)
   print(f"compute_gradient ran up to {gradient['largest_measured']:,} elements (caps: "
         f"{cap_s} s, {cap_bytes / 1e9:.3g} GB of Jacobians); larger sizes are estimates; "
         f"its time grew as n^{gradient['exponent']:.2f}")
   payload = {"title": "crossgrad check cost (seconds; ratio = measured / baseline)",
-             "cross_check_ok": full_ok and all(r[2] == "ok" for r in scaling),
+             "cross_check_ok": full_ok and all(r[2] == "ok" for r in scaling + by_backend)
+                               and all(r["status"] == "ok" for r in cache),
              "settings": {"sizes": list(sizes), "repeats": repeats, "frameworks": frameworks,
                           "full_check": full_check, "cap_s": cap_s,
-                          "cap_bytes": cap_bytes},
+                          "cap_bytes": cap_bytes, "jobs": list(jobs)},
+             "check_cost": targets(cache, scaling),
+             "check_runs": cache,
              "rows": [dict(zip(header, r)) for r in rows],
              "scaling": [dict(zip(scaling_header, r)) for r in scaling],
+             "scaling_by_backend": [dict(zip(backend_header, r)) for r in by_backend],
              "compute_gradient": [dict(zip(gradient_header, r)) for r in gradient_rows],
              "compute_gradient_exponent": gradient["exponent"],
              "compute_gradient_largest_measured": gradient["largest_measured"]}
@@ -210,12 +296,14 @@ def define_flags():
   timing.define_common_flags("check_cost")
   timing.define_ints("sizes", "Elements for the leaky_relu scaling (default 1e3,1e6,16e6).")
   flags.DEFINE_integer("repeats", None, "Import repetitions.")
+  timing.define_ints("jobs", "--jobs counts of the cold/warm full check (default 1).")
 
 
 def main(argv) -> int:
   del argv  # Unused.
   kwargs = settings(FLAGS.quick)
-  kwargs.update({k: v for k, v in (("sizes", FLAGS.sizes), ("repeats", FLAGS.repeats)) if v})
+  kwargs.update({k: v for k, v in (("sizes", FLAGS.sizes), ("repeats", FLAGS.repeats),
+                                   ("jobs", FLAGS.jobs)) if v})
   payload = run(json_path=FLAGS.json, **kwargs)
   return 0 if payload["cross_check_ok"] else 1
 

@@ -3,7 +3,9 @@ baselines the benchmarks compare crossgrad against.
 
 One `Baseline` per registry op: adding an op to the benchmarks is one entry in
 `BASELINES`. Each baseline is what a user would write without crossgrad: the same forward
-and backward formulas, directly in TensorFlow and jax.numpy, with no validation.
+and backward formulas, directly in TensorFlow and jax.numpy, with no validation (torch's
+are in `handwritten_torch`). `STE_SIGN`, the sign straight-through estimator of
+larq and BinaryNet, is an op of the benchmarks only (not in the registry).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 import tensorflow as tf
 
+from crossgrad.registry.opdef import OpDef
+
 FEATURES = 64  # Width of the matrix-shaped ops' inputs; rows = elements / FEATURES.
 CLASSES = 10  # center_loss's number of centers.
 
@@ -26,7 +30,7 @@ class Baseline:
   """A registry op and its hand-written versions.
 
   Attributes:
-    op: the registry name.
+    op: the registry name (or the `OpDef` of an op outside the registry).
     tensorflow: the op with `tf.custom_gradient`, same positional inputs as the op.
     jax: the op with `jax.custom_vjp`.
     inputs: ``inputs(elements, rng)``: float32 (and integer) NumPy inputs whose main
@@ -34,7 +38,7 @@ class Baseline:
     params: static parameters the crossgrad op is built with (the defaults here).
   """
 
-  op: str
+  op: str | OpDef
   tensorflow: Callable[..., Any]
   jax: Callable[..., Any]
   inputs: Callable[[int, np.random.Generator], tuple[np.ndarray, ...]]
@@ -92,6 +96,33 @@ def tf_ste_quantize(x):
 
 jax_ste_quantize = jax.custom_vjp(lambda x: jnp.round(x * 1.0) * 1.0)
 jax_ste_quantize.defvjp(lambda x: (jnp.round(x * 1.0) * 1.0, None), lambda _, g: (g,))
+
+
+# ste_sign: sign(x), gradient g where |x| <= 1 (larq's ste_sign, BinaryNet's estimator).
+def _ste_sign_forward(xp, x):
+  return xp.sign(x), (x,)
+
+
+def _ste_sign_backward(xp, residuals, g):
+  (x,) = residuals
+  return (g * xp.astype(xp.abs(x) <= 1.0, g.dtype),)
+
+
+STE_SIGN = OpDef(
+    name="ste_sign", forward=_ste_sign_forward, backward=_ste_sign_backward,
+    gradient="surrogate", surrogate=lambda xp, x: xp.clip(x, -1.0, 1.0),
+    sample=lambda rng: (rng.standard_normal((8, 10)) * 2.0,),
+    doc="sign(x), straight-through gradient where |x| <= 1")
+
+
+@tf.custom_gradient
+def tf_ste_sign(x):
+  return tf.sign(x), lambda g: g * tf.cast(tf.abs(x) <= 1.0, g.dtype)
+
+
+jax_ste_sign = jax.custom_vjp(jnp.sign)
+jax_ste_sign.defvjp(lambda x: (jnp.sign(x), x),
+                    lambda x, g: (g * (jnp.abs(x) <= 1.0).astype(g.dtype),))
 
 
 # center_loss: 1/2 sum ||x_i - c[y_i]||^2; dx = g (x - c[y]), dc = the paper's update.
@@ -292,7 +323,7 @@ def custom_vjp_of(op: Any, params: dict) -> Callable[..., Any]:
   return fn
 
 
-BASELINES = {b.op: b for b in (
+BASELINES = {getattr(b.op, "name", b.op): b for b in (
     Baseline("bernoulli_mask", tf_bernoulli_mask, jax_bernoulli_mask, _bernoulli_inputs),
     Baseline("center_loss", tf_center_loss, jax_center_loss, _center_inputs),
     Baseline("custom_add", tf_custom_add, jax_custom_add, _three),
@@ -300,4 +331,5 @@ BASELINES = {b.op: b for b in (
     Baseline("positive_matmul", tf_positive_matmul, jax_positive_matmul, _matmul_inputs),
     Baseline("sparse_q", tf_sparse_q, jax_sparse_q, _sparse_inputs),
     Baseline("ste_quantize", tf_ste_quantize, jax_ste_quantize, _vector),
+    Baseline(STE_SIGN, tf_ste_sign, jax_ste_sign, _vector),
 )}

@@ -40,8 +40,8 @@ PENDING = ("keras_step", "tensorflow_array_overhead")
 # (given its checkout); docs_tables writes docs/benchmarks.md from run_all's JSON.
 TOOLS = ("array_api_conformance", "docs_tables")
 # Modules the benchmarks import; not binaries.
-LIBRARIES = ("array_api_modes", "array_api_no_shrink_plugin", "array_api_tensorshape_plugin", "handwritten", "hlo",
-             "sparse_layer", "sparse_loops", "timing")
+LIBRARIES = ("array_api_modes", "array_api_no_shrink_plugin", "array_api_tensorshape_plugin",
+             "handwritten", "handwritten_torch", "hlo", "sparse_layer", "sparse_loops", "timing")
 
 
 def _headlines(results: dict) -> dict:
@@ -49,6 +49,8 @@ def _headlines(results: dict) -> dict:
   out = {}
   if "overhead" in results:
     out["overhead_max_ratio_xla"] = results["overhead"]["summary"]["max_ratio_xla"]
+    out["overhead_max_ratio_eager_graph"] = (
+        results["overhead"]["summary"].get("max_ratio_eager_graph"))
     out["overhead_geomean_ratio"] = results["overhead"]["summary"]["geomean_ratio"]
     out["reverse_mode_vs_custom_vjp_max_ratio"] = (
         results["overhead"]["summary"]["max_ratio_custom_vjp"])
@@ -63,6 +65,7 @@ def _headlines(results: dict) -> dict:
                                   for r in results["check_cost"]["scaling"]}
     out["compute_gradient_largest_measured"] = (
         results["check_cost"]["compute_gradient_largest_measured"])
+    out["check_cost"] = {r["figure"]: r["value"] for r in results["check_cost"]["check_cost"]}
   if "dispatch" in results:
     out["dispatch_ratio"] = {f'{r["op"]} {r["framework"]} {r["call"]}': r["ratio"]
                              for r in results["dispatch"]["rows"]}

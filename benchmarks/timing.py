@@ -14,7 +14,7 @@ import platform
 import statistics
 import sys
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 from absl import flags
@@ -22,10 +22,12 @@ from absl import flags
 from crossgrad.checker import flag_help
 
 
-def interleaved_medians(candidates: Mapping[str, Callable[[], Any]], repeats: int,
-                        warmup: int = 1, number: int = 1, warm: int = 0) -> dict[str, float]:
-  """Median seconds per call of each callable, run round-robin so drift hits all alike
-  (each sample times ``number`` calls, after ``warm`` untimed calls of the same one)."""
+def interleaved_samples(candidates: Mapping[str, Callable[[], Any]], repeats: int,
+                        warmup: int = 1, number: int = 1,
+                        warm: int = 0) -> dict[str, list[float]]:
+  """Seconds per call of each callable, one sample per round, run round-robin so drift hits
+  all alike (each sample times ``number`` calls, after ``warm`` untimed calls of the same
+  one): sample i of every candidate comes from the same round."""
   for fn in candidates.values():
     for _ in range(warmup):
       fn()
@@ -40,14 +42,21 @@ def interleaved_medians(candidates: Mapping[str, Callable[[], Any]], repeats: in
         fn()
       samples[name].append((time.perf_counter() - start) / number)
     order.reverse()  # Alternate who goes first, so neither always runs on a warm cache.
+  return samples
+
+
+def interleaved_medians(candidates: Mapping[str, Callable[[], Any]], repeats: int,
+                        warmup: int = 1, number: int = 1, warm: int = 0) -> dict[str, float]:
+  """Median seconds per call of each callable (`interleaved_samples`)."""
+  samples = interleaved_samples(candidates, repeats, warmup, number, warm)
   return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def calibrated_medians(candidates: Mapping[str, Callable[[], Any]], budget_s: float,
+def calibrated_samples(candidates: Mapping[str, Callable[[], Any]], budget_s: float,
                        min_repeats: int = 5, max_repeats: int = 200,
-                       sample_s: float = 2e-3) -> tuple[dict[str, float], int]:
-  """Interleaved medians with calls batched to ``sample_s`` per sample and as many
-  repeats as fit ``budget_s`` (within the bounds); returns medians and the repeat count."""
+                       sample_s: float = 2e-3) -> dict[str, list[float]]:
+  """`interleaved_samples` with calls batched to ``sample_s`` per sample and as many
+  repeats as fit ``budget_s`` (within the bounds)."""
   for fn in candidates.values():  # Warm-up (compilation, caches), then one timed call each.
     fn()
     fn()
@@ -59,7 +68,23 @@ def calibrated_medians(candidates: Mapping[str, Callable[[], Any]], budget_s: fl
   number = max(1, int(sample_s / max(slowest, 1e-9)))
   per_round = slowest * number * len(candidates)
   repeats = int(min(max_repeats, max(min_repeats, budget_s / max(per_round, 1e-9))))
-  return interleaved_medians(candidates, repeats, warmup=0, number=number), repeats
+  return interleaved_samples(candidates, repeats, warmup=0, number=number)
+
+
+def calibrated_medians(candidates: Mapping[str, Callable[[], Any]], budget_s: float,
+                       min_repeats: int = 5, max_repeats: int = 200,
+                       sample_s: float = 2e-3) -> tuple[dict[str, float], int]:
+  """Medians of `calibrated_samples` and the repeat count."""
+  samples = calibrated_samples(candidates, budget_s, min_repeats, max_repeats, sample_s)
+  return ({name: statistics.median(values) for name, values in samples.items()},
+          len(next(iter(samples.values()))))
+
+
+def ratio_quartiles(ours: Sequence[float], theirs: Sequence[float]) -> tuple[float, float]:
+  """First and third quartiles of the per-round ratios ours / theirs (paired samples of
+  `interleaved_samples`): how much the ratio moves with the machine's load."""
+  q1, _, q3 = statistics.quantiles([a / b for a, b in zip(ours, theirs)], n=4)
+  return q1, q3
 
 
 def define_common_flags(name: str):
@@ -109,7 +134,7 @@ def environment() -> dict[str, Any]:
          "cpus": os.cpu_count(), "numpy": np.__version__}
   if hasattr(os, "getloadavg"):
     env["load_average_1m"] = os.getloadavg()[0]
-  for name in ("tensorflow", "jax", "jaxlib"):
+  for name in ("tensorflow", "jax", "jaxlib", "torch"):
     module = sys.modules.get(name)
     if module is not None:
       env[name] = getattr(module, "__version__", "?")

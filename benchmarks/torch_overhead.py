@@ -4,9 +4,9 @@ r"""What a crossgrad torch op costs against the same op as a hand-written autogr
 
 One train step, the gradient of ``sum(op(inputs) * w)`` with respect to the op's
 differentiable inputs, through ``crossgrad.torch.get(op)`` and through a
-`torch.autograd.Function` written by hand (`HANDWRITTEN`: the same formulas in torch, no
-validation), eagerly and under ``torch.compile(fullgraph=True)`` (the loss compiled; its
-backward runs as the compiled backward graph). The two run interleaved (alternating who
+`torch.autograd.Function` written by hand (`handwritten_torch`: the same formulas in
+torch, no validation), eagerly and under ``torch.compile(fullgraph=True)`` (the loss
+compiled; its backward runs as the compiled backward graph). The two run interleaved (alternating who
 goes first); the table shows medians and the ratio crossgrad / hand-written, measured in
 the same run. A second table compares the ATen ops of both compiled forward and backward
 graphs (AOTAutograd).
@@ -14,6 +14,7 @@ graphs (AOTAutograd).
 
 from __future__ import annotations
 
+import types
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -22,7 +23,7 @@ from absl import app
 from absl import flags
 
 import crossgrad as cg
-from crossgrad.benchmarks import timing
+from crossgrad.benchmarks import handwritten_torch, timing
 
 FLAGS = flags.FLAGS
 SIZES = (1_000_000, 16_000_000)
@@ -31,57 +32,29 @@ MODES = ("eager", "torch.compile")
 TARGET_RATIO = 1.05
 
 
-class LeakyRelu(torch.autograd.Function):
-  """``where(x > 0, x, 0.2 x)`` by hand."""
-
-  @staticmethod
-  def forward(x):
-    return torch.where(x > 0, x, 0.2 * x)
-
-  @staticmethod
-  def setup_context(ctx, inputs, output):
-    del output
-    ctx.save_for_backward(inputs[0])
-
-  @staticmethod
-  def backward(ctx, g):
-    (x,) = ctx.saved_tensors
-    return torch.where(x > 0, g, 0.2 * g)
+# Ops whose inputs are vectors of one size: the baseline and the number of inputs.
+HANDWRITTEN = {"leaky_relu": (handwritten_torch.BASELINES["leaky_relu"], 1),
+               "custom_add": (handwritten_torch.BASELINES["custom_add"], 3)}
 
 
-class CustomAdd(torch.autograd.Function):
-  """``c + k`` with the seeds' gradient ``((c + k + d) g, d g, (c + k) g)`` by hand, with
-  the op's formulas (its backward recomputes ``e = c + k`` from the saved inputs)."""
-
-  @staticmethod
-  def forward(c, k, d):
-    return c + k
-
-  @staticmethod
-  def setup_context(ctx, inputs, output):
-    del output
-    ctx.save_for_backward(*inputs)
-
-  @staticmethod
-  def backward(ctx, g):
-    c, k, d = ctx.saved_tensors
-    e = c + k
-    return (e + d) * g, d * g, e * g
-
-
-HANDWRITTEN = {"leaky_relu": (LeakyRelu.apply, 1), "custom_add": (CustomAdd.apply, 3)}
-
-
-def _step(fn: Callable[..., Any], compiled: bool):
-  """The gradient of sum(fn(*args) * w) with respect to every arg."""
-  def loss(args, w):
-    return torch.sum(fn(*args) * w)
+def train_step(fn: Callable[..., Any], compiled: bool, diff: Sequence[int] | None = None):
+  """``step(args, weights)``: the gradient of sum(fn(*args) * w) (summed over outputs and
+  weights) with respect to ``args[diff]`` (default every arg); ``compiled``: the loss under
+  ``torch.compile(fullgraph=True, dynamic=False)``, in a code object of its own (Dynamo
+  caches per code object)."""
+  def loss(args, weights):
+    outputs = fn(*args)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    return sum(torch.sum(o * w) for o, w in zip(outputs, weights))
 
   if compiled:
-    loss = torch.compile(loss, fullgraph=True, dynamic=False)
+    loss = torch.compile(types.FunctionType(loss.__code__.replace(), loss.__globals__, "loss",
+                                            None, loss.__closure__),
+                         fullgraph=True, dynamic=False)
 
-  def step(args, w):
-    return torch.autograd.grad(loss(args, w), args)
+  def step(args, weights):
+    return torch.autograd.grad(loss(args, weights),
+                               args if diff is None else [args[i] for i in diff])
 
   return step
 
@@ -125,12 +98,12 @@ def _time_rows(name: str, elements: int, budget_s: float, min_repeats: int) -> l
   fns = {"crossgrad": cg.torch.get(name), "hand-written": handwritten}
   rows = []
   for mode in MODES:
-    steps = {who: _step(fn, mode != "eager") for who, fn in fns.items()}
-    grads = {who: step(args, w) for who, step in steps.items()}  # Compiles; same results.
+    steps = {who: train_step(fn, mode != "eager") for who, fn in fns.items()}
+    grads = {who: s(args, [w]) for who, s in steps.items()}  # Compiles; same results.
     for a, b in zip(grads["crossgrad"], grads["hand-written"]):
       torch.testing.assert_close(a, b)
     medians, repeats = timing.calibrated_medians(
-        {who: (lambda s=step: s(args, w)) for who, step in steps.items()}, budget_s,
+        {who: (lambda s=s: s(args, [w])) for who, s in steps.items()}, budget_s,
         min_repeats=min_repeats)
     cg_s, hand_s = medians["crossgrad"], medians["hand-written"]
     rows.append((name, elements, mode, cg_s * 1e3, hand_s * 1e3, cg_s / hand_s, repeats))

@@ -43,21 +43,29 @@ def _seed(seed: Any) -> tf.Tensor:
   return seed
 
 
-def _bits(shape: Any, seed: tf.Tensor, generator: str) -> tf.Tensor:
-  if generator == "philox":
+def _bits(shape: Any, seed: tf.Tensor, generator: str, example_offset: Any) -> tf.Tensor:
+  offset = not (isinstance(example_offset, int) and example_offset == 0)
+  if generator == "philox" and not offset:
     return tf.random.stateless_uniform(shape, seed, minval=None, maxval=None,
                                        dtype=tf.uint32, alg="philox")
+  if generator == "philox":
+    raise CrossgradError("example_offset needs the threefry generator", backend=backend.NAME,
+                         argument="generator", expected="'threefry'", actual="'philox'")
   if generator == "threefry":
     words = tf.cast(seed, tf.uint32)
-    size = tf.reduce_prod(tf.cast(shape, tf.int64))
-    counters = tf.reshape(tf.cast(tf.range(size), tf.uint32), shape)
+    shape = tf.cast(shape, tf.int64)
+    counters = tf.reshape(tf.cast(tf.range(tf.reduce_prod(shape)), tf.uint32), shape)
+    if offset:
+      row_size = tf.cast(tf.reduce_prod(shape[1:]), tf.uint32)
+      counters = random_bits.example_counters(backend.xp, counters, row_size,
+                                              tf.cast(example_offset, tf.uint32))
     return random_bits.threefry_bits(backend.xp, words[0], words[1], counters)
   raise CrossgradError("unknown generator", backend=backend.NAME, argument="generator",
                        expected=" or ".join(map(repr, GENERATORS)), actual=repr(generator))
 
 
 def uniform_noise(shape: Any, seed: Any, dtype: Any = tf.float32,
-                  generator: str = "philox") -> tf.Tensor:
+                  generator: str = "philox", *, example_offset: Any = 0) -> tf.Tensor:
   """Uniform noise in [0, 1) from a seed (an int ``s``, taken as ``(0, s)``, or a pair).
 
   ``generator="philox"``: TF's stateless Philox words, the same in eager, graph and
@@ -65,22 +73,30 @@ def uniform_noise(shape: Any, seed: Any, dtype: Any = tf.float32,
   the neutral namespace with the seed pair as key words, which gives exactly
   ``crossgrad.jax.uniform_noise`` of ``jax.random.key(s)`` for ``0 <= s < 2**32`` (or
   of the raw key ``uint32[k0, k1]`` for a pair). Words become noise by `random_bits.uniform`.
+  ``example_offset=j0`` (threefry only; an int or an integer tensor such as a replica's
+  first example) makes row ``r`` the noise of global example ``j0 + r``: rows ``j0 ..`` of
+  the noise drawn for the whole batch (`random_bits`), bitwise.
   """
   dtype = tf.as_dtype(dtype)
-  return random_bits.uniform(backend.xp, _bits(shape, _seed(seed), generator), dtype)
+  if isinstance(shape, (tuple, list)) and all(isinstance(d, int) for d in shape):
+    random_bits.check_example_offset(example_offset, shape, backend.NAME)
+  bits = _bits(shape, _seed(seed), generator, example_offset)
+  return random_bits.uniform(backend.xp, bits, dtype)
 
 
-def bernoulli_mask_sampled(p: Any, features: Any, seed: Any,
-                           generator: str = "philox") -> tf.Tensor:
+def bernoulli_mask_sampled(p: Any, features: Any, seed: Any, generator: str = "philox", *,
+                           example_offset: Any = 0) -> tf.Tensor:
   """`bernoulli_mask` with noise `uniform_noise` draws from ``seed`` (int or pair).
 
   The same seed gives the same mask in eager mode, in `tf.function` and under
   ``jit_compile=True``; with ``generator="threefry"`` also the same mask as
   ``crossgrad.jax.bernoulli_mask_sampled`` with ``jax.random.key(seed)``.
+  ``example_offset``: the global index of ``p``'s first row (`uniform_noise`).
   """
   p = tf.convert_to_tensor(p)
   if tf.executing_eagerly():
     op.check_values(p.numpy(), backend=backend.NAME)
-  u = uniform_noise(tf.shape(p), seed, p.dtype, generator)
+  shape = p.shape.as_list() if p.shape.is_fully_defined() else tf.shape(p)
+  u = uniform_noise(shape, seed, p.dtype, generator, example_offset=example_offset)
   u.set_shape(p.shape)
   return backend.get(op.NAME)(p, features, u)

@@ -118,24 +118,34 @@ def key(seed: Any, device: Any = None) -> torch.Tensor:
 
 
 def uniform_noise(shape: Any, seed: Any, dtype: Any = torch.float32, *,
-                  device: Any = None) -> torch.Tensor:
+                  device: Any = None, example_offset: Any = 0) -> torch.Tensor:
   """Uniform noise in [0, 1) from a seed: Threefry-2x32 words made noise by
-  `random_bits.uniform`, equal to ``crossgrad.jax.uniform_noise(seed, shape, dtype)``."""
+  `random_bits.uniform`, equal to ``crossgrad.jax.uniform_noise(seed, shape, dtype)``.
+  ``example_offset=j0`` (an int or an integer tensor) makes row ``r`` the noise of global
+  example ``j0 + r``: rows ``j0 ..`` of the whole batch's noise (`random_bits`), bitwise."""
   shape = tuple(int(d) for d in shape)
-  count = 1
-  for d in shape:
-    count *= d
+  random_bits.check_example_offset(example_offset, shape, backend.NAME)
+  row_size = 1
+  for d in shape[1:]:
+    row_size *= d
+  count = row_size * (shape[0] if shape else 1)
   counters = torch.arange(count, dtype=torch.int64, device=device).reshape(shape)
+  if not (isinstance(example_offset, int) and example_offset == 0):
+    offset = torch.as_tensor(example_offset, dtype=torch.int64, device=device)
+    counters = random_bits.example_counters(WORDS, counters, row_size, offset)
   bits = threefry_bits(key(seed, device), counters)
   return random_bits.uniform(WORDS, bits, backend.as_dtype(dtype))
 
 
-def bernoulli_mask_sampled(p: Any, features: Any, seed: Any) -> torch.Tensor:
+def bernoulli_mask_sampled(p: Any, features: Any, seed: Any, *,
+                           example_offset: Any = 0) -> torch.Tensor:
   """`bernoulli_mask` with noise `uniform_noise` draws from ``seed`` (see `key`) on ``p``'s
   device: the mask JAX draws from ``jax.random.key(seed)`` (or the raw key), and TF's
-  ``bernoulli_mask_sampled(..., generator="threefry")`` from the same seed."""
+  ``bernoulli_mask_sampled(..., generator="threefry")`` from the same seed.
+  ``example_offset``: the global index of ``p``'s first row (`uniform_noise`)."""
   p = torch.as_tensor(p)
   values = validation.concrete_values(p)
   if values is not None:
     op.check_values(values, backend=backend.NAME)
-  return _OP(p, features, uniform_noise(p.shape, seed, p.dtype, device=p.device))
+  return _OP(p, features, uniform_noise(p.shape, seed, p.dtype, device=p.device,
+                                                example_offset=example_offset))

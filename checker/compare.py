@@ -94,18 +94,26 @@ def check_tolerance(tolerance: Any, argument: str = "tolerance") -> str | float 
   return value
 
 
-def max_relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
-  """max |a - e| over the largest magnitude of either; inf on shape or NaN mismatch."""
+def _largest(x: np.ndarray) -> float:
+  """The largest |x| in float64, NaN read as 0 and infinities as the largest float64."""
+  return float(np.max(np.abs(np.nan_to_num(x.astype(np.float64))), initial=0.0))
+
+
+def max_relative_error(actual: np.ndarray, expected: np.ndarray,
+                       whole: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+  """max |a - e| over the largest magnitude of either (of ``whole``'s, where ``actual`` and
+  ``expected`` are parts of those arrays); inf on shape or NaN mismatch."""
   actual, expected = np.asarray(actual), np.asarray(expected)
   if actual.shape != expected.shape:
     return float("inf")
   a, e = actual.astype(np.float64), expected.astype(np.float64)
   if not np.array_equal(np.isnan(a), np.isnan(e)):
     return float("inf")
-  a, e = np.nan_to_num(a), np.nan_to_num(e)
-  scale = max(np.max(np.abs(a), initial=0.0), np.max(np.abs(e), initial=0.0))
-  diff = np.max(np.abs(a - e), initial=0.0)
-  return 0.0 if diff == 0 else float(diff / max(scale, np.finfo(np.float64).tiny))
+  diff = np.max(np.abs(np.nan_to_num(a) - np.nan_to_num(e)), initial=0.0)
+  if diff == 0:
+    return 0.0
+  scale = max(_largest(x) for x in whole or (actual, expected))
+  return float(diff / max(scale, np.finfo(np.float64).tiny))
 
 
 def _ordered(x: np.ndarray) -> np.ndarray:
@@ -133,26 +141,58 @@ def ulp_distance(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
   return np.where(nan_a & nan_e, 0.0, np.where(nan_a | nan_e, np.inf, distance))
 
 
+def _has_float_bits(x: np.ndarray) -> bool:
+  return x.dtype.kind in "fV" or x.dtype.name == "bfloat16"
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+  """A floating array's bits as unsigned integers; other arrays unchanged."""
+  return x.view(np.dtype(f"uint{8 * x.dtype.itemsize}")) if _has_float_bits(x) else x
+
+
 def bitwise_equal(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
   """Elementwise: identical bits, or both NaN."""
   actual, expected = np.asarray(actual), np.asarray(expected)
-  if actual.dtype.kind not in "fV" and actual.dtype.name != "bfloat16":
-    return actual == expected
-  width = np.dtype(f"uint{8 * actual.dtype.itemsize}")
-  same = actual.view(width) == expected.view(width)
-  return same | (np.isnan(actual) & np.isnan(expected))
+  same = _bits(actual) == _bits(expected)
+  if _has_float_bits(actual):
+    same |= np.isnan(actual) & np.isnan(expected)
+  return same
 
 
-def _robust_errors(a: np.ndarray, e: np.ndarray) -> np.ndarray:
-  """Elementwise |a - e| over the larger of |a|, |e| and the median finite |e|, in float64;
-  0 where either is not finite (`_class_mismatch` judges those).
+def differing(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+  """The flat indices where `bitwise_equal` is False: one pass where few differ."""
+  actual, expected = np.ravel(actual), np.ravel(expected)
+  where = np.flatnonzero(_bits(actual) != _bits(expected))
+  if not _has_float_bits(actual) or not where.size:
+    return where
+  return where[~(np.isnan(actual[where]) & np.isnan(expected[where]))]
+
+
+def typical_magnitude(e: np.ndarray) -> float:
+  """The median finite |e|, as a float (0 where none is finite): found by partitioning,
+  linear in the size, not by sorting; in float32 or float64, whichever holds ``e`` exactly."""
+  e = np.asarray(e)
+  if e.dtype not in (np.float32, np.float64):
+    e = e.astype(np.float32 if e.dtype.itemsize < 4 else np.float64)
+  finite = e[np.isfinite(e)]
+  if not finite.size:
+    return 0.0
+  np.abs(finite, out=finite)
+  middle = finite.size // 2
+  finite.partition(middle)
+  return float(finite[middle])
+
+
+def _robust_errors(a: np.ndarray, e: np.ndarray, typical: float | None = None) -> np.ndarray:
+  """Elementwise |a - e| over the larger of |a|, |e| and the median finite |e| (``typical``:
+  `typical_magnitude` of the whole array where ``a`` and ``e`` are parts of it), in
+  float64; 0 where either is not finite (`_class_mismatch` judges those).
 
   The median keeps results of cancellation comparable to the output's typical size, and
   unlike the maximum it is not swamped by the dtype's extremes in special inputs.
   """
+  typical = typical_magnitude(e) if typical is None else typical  # No mean: no overflow.
   a, e = a.astype(np.float64), e.astype(np.float64)
-  finite = np.sort(np.abs(e[np.isfinite(e)]))
-  typical = float(finite[finite.size // 2]) if finite.size else 0.0  # No mean: no overflow.
   both = np.isfinite(a) & np.isfinite(e)
   a, e = np.where(both, a, 0.0), np.where(both, e, 0.0)
   with np.errstate(over="ignore"):
@@ -256,7 +296,7 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
             tolerance: float, *, bitwise: bool = False, elementwise: bool = False,
             reference: str = "reference",
             relaxations: Sequence[tuple[str, Callable[..., tuple[Any, Any]]]] = (),
-            ) -> Comparison:
+            typical: Sequence[float | None] | None = None) -> Comparison:
   """Compares pairs of arrays (an ``expected`` None is skipped), naming the worst element.
 
   Args:
@@ -271,20 +311,26 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
       with ``bitwise``): the first, then the first two, ... are applied to each pair of
       arrays (``transform(actual, expected)``); the row passes if one such comparison
       does, and its note says which were needed.
+    typical: with ``elementwise``, a list holding per pair the median finite magnitude of
+      the expected array (`typical_magnitude`), None where not known yet: filled in where
+      needed, so a caller comparing with the same arrays again may keep it. The relaxed
+      comparisons keep the strict one's: the reference's typical size.
   """
-  result = _compare(actual, expected, names, tolerance, bitwise, elementwise, reference)
+  typical = [None] * len(names) if typical is None else typical
+  result = _compare(actual, expected, names, tolerance, bitwise, elementwise, reference,
+                    typical)
   if result.ok or bitwise or result.ulps is None:
     return result
   pairs, used = list(zip(actual, expected)), []
   for what, transform in relaxations:
     relaxed_pairs = [(a, e) if a is None or e is None else transform(a, e) for a, e in pairs]
-    if all(a is None or e is None or (bitwise_equal(a, ra).all() and bitwise_equal(e, re).all())
+    if all(a is None or e is None or not (differing(a, ra).size or differing(e, re).size)
            for (a, e), (ra, re) in zip(pairs, relaxed_pairs)):
       continue  # Changes nothing here: not what the row needs.
     pairs = relaxed_pairs
     used.append(what)
     relaxed = _compare([a for a, _ in pairs], [e for _, e in pairs], names, tolerance,
-                       bitwise, elementwise, reference)
+                       bitwise, elementwise, reference, typical)
     if relaxed.ok:  # The error is the relaxed one; ULPs and the note tell the strict story.
       return dataclasses.replace(
           relaxed, ulps=result.ulps,
@@ -292,9 +338,38 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
   return result
 
 
-def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference):
+def _differences(a: np.ndarray, e: np.ndarray, elementwise: bool,
+                 typical: Callable[[], float]):
+  """One pair's (error, largest ULPs, flat index of the worst element, of the first one
+  whose bits differ or None, and that one's ULPs).
+
+  Only the elements whose bits differ are measured (the others are 0 ULPs and 0 error
+  apart); the whole arrays only give the scale (their largest or median magnitude), so
+  identical arrays cost one pass. ``typical()``: `typical_magnitude` of the expected array.
+  """
+  flat_a, flat_e = a.reshape(-1), e.reshape(-1)
+  where = differing(flat_a, flat_e)
+  if not where.size:
+    return 0.0, 0.0, 0, None, 0.0
+  a, e = flat_a[where], flat_e[where]
+  distance = ulp_distance(a, e)
+  floating = is_floating(e.dtype)
+  if elementwise and floating:
+    errors = np.where(_class_mismatch(a, e), np.inf,
+                      _robust_errors(a, e, typical()))
+    worst = int(np.argmax(errors))
+    err, at = float(errors[worst]), int(where[worst]) if errors[worst] else 0
+  else:
+    err = (max_relative_error(a, e, (flat_a, flat_e)) if floating
+           else float("inf") if distance.any() else 0.0)
+    worst = int(np.argmax(distance))
+    at = int(where[worst]) if distance[worst] else 0
+  return err, float(np.max(distance)), at, int(where[0]), float(distance[0])
+
+
+def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference, typical):
   worst, ulps, worst_at, first_difference = 0.0, 0.0, "", ""
-  for name, a, e in zip(names, actual, expected):
+  for k, (name, a, e) in enumerate(zip(names, actual, expected)):
     if e is None:
       continue
     if a is None:
@@ -305,23 +380,18 @@ def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference
     if a.shape != e.shape:
       return _mismatch(f"{name}: shape {a.shape}, {reference} {e.shape}")
     a, e = as_real(a), as_real(e)  # Complex: real and imaginary parts, last axis.
-    distance = ulp_distance(a, e).reshape(-1)
-    ulps = max(ulps, float(np.max(distance, initial=0.0)))
-    floating = is_floating(e.dtype)
-    if elementwise and floating:
-      errors = np.where(_class_mismatch(a, e), np.inf, _robust_errors(a, e)).reshape(-1)
-      err, at = float(np.max(errors, initial=0.0)), int(np.argmax(errors)) if a.size else 0
-    else:
-      err = (max_relative_error(a, e) if floating
-             else float("inf") if distance.any() else 0.0)
-      at = int(np.argmax(distance)) if a.size else 0
+
+    def scale(k=k, e=e):
+      if typical[k] is None:
+        typical[k] = typical_magnitude(e)
+      return typical[k]
+
+    err, most, at, first, first_ulps = _differences(a, e, elementwise, scale)
+    ulps = max(ulps, most)
     if err > worst or not worst_at:
       worst, worst_at = err, _describe(name, a, e, at, reference)
-    differs = ~bitwise_equal(a, e).reshape(-1)
-    if not first_difference and differs.any():
-      at = int(np.argmax(differs))
-      first_difference = (f"{_describe(name, a, e, at, reference)} "
-                          f"({distance[at]:.0f} ulps)")
+    if not first_difference and first is not None:
+      first_difference = f"{_describe(name, a, e, first, reference)} ({first_ulps:.0f} ulps)"
   identical = not first_difference
   if bitwise:
     return Comparison(worst, ulps, identical, first_difference, identical)

@@ -80,6 +80,7 @@ class Case:
   tolerance: float
   compare: Callable[..., tuple[float, str]]
   seed: int = 0
+  second: list[np.ndarray] | None = None  # Another sample: the batch's second example.
 
   def row(self, backend: str, device: str, mode: str, check: Check, error: float | None,
           ok: bool, note: str = "", seconds: float = 0.0, tolerance: float | None = None):
@@ -110,6 +111,30 @@ class Case:
     return reference_second_order(self.op, self.params, self.inputs, self.cotangent,
                                   self.direction, self.rng("second-order directions"))
 
+  @functools.cached_property
+  def batch_reference(self) -> tuple[list, list, list, list]:
+    """The transformation modes' batch (`batch_of`), its cotangent, and the reference's
+    outputs and cotangents looped over it: computed once, shared by every backend."""
+    reference = base.load("numpy")
+    batch = batch_of(self.inputs, self.second)
+    rng = self.rng("batch")
+    outputs, cotangents, expected = [], [], []
+    for b in range(BATCH):
+      example = [x[b] for x in batch]
+      out, vjp_fn = reference.vjp(self.op, *example, **self.params)
+      outs = validation.as_tuple(out)
+      cot = [rng.standard_normal(o.shape).astype(o.dtype)
+             if is_floating(o.dtype) else None for o in outs]
+      cts = vjp_fn(tuple(cot) if isinstance(out, tuple) else cot[0])
+      outputs.append(outs)
+      cotangents.append(cot)
+      expected.append(cts)
+
+    def stack(per_example):
+      return [None if parts[0] is None else np.stack(parts) for parts in zip(*per_example)]
+
+    return batch, stack(cotangents), stack(outputs), stack(expected)
+
   @property
   def fd_tolerance(self) -> float:
     return max(self.tolerance, finite_diff.TOLERANCE)
@@ -136,11 +161,11 @@ def _step(arrays) -> float:
 
 
 def _dot(a: Sequence[np.ndarray | None], b: Sequence[np.ndarray | None]) -> float:
-  return sum(float(np.vdot(x, y)) for x, y in zip(a, b) if x is not None and y is not None)
+  return sum(finite_diff.dot(x, y) for x, y in zip(a, b) if x is not None and y is not None)
 
 
 def _norm(a: Sequence[np.ndarray | None]) -> float:
-  return float(np.sqrt(sum(float(np.vdot(x, x)) for x in a if x is not None)))
+  return float(np.sqrt(sum(finite_diff.dot(x, x) for x in a if x is not None)))
 
 
 @dataclasses.dataclass
@@ -155,6 +180,11 @@ class Reference:
   dual: Callable[[list[np.ndarray | None]], float] | None = None
   directions: list[list[np.ndarray | None]] = dataclasses.field(default_factory=list)
   how: str = ""
+
+  @functools.cached_property
+  def _along_directions(self) -> list[tuple[list[np.ndarray | None], float, float]]:
+    """Each random direction, ``dual`` along it and its norm: the same for every row."""
+    return [(c, self.dual(c), _norm(c)) for c in self.directions]
 
   def error(self, actual: Sequence[Any], dtypes: Sequence[str],
             names: Sequence[str]) -> tuple[float, str]:
@@ -180,9 +210,10 @@ class Reference:
     if self.dual is not None:
       rest = [None if e is None else np.asarray(a, np.float64) - e
               for a, e in zip(actual, self.expected)]
-      for c in self.directions + [rest]:
-        value, got = self.dual(c), _dot(c, rest)
-        bound = max(_norm(c) * _norm(rest), abs(value), np.finfo(np.float64).tiny)
+      along_rest = (rest, self.dual(rest), _norm(rest))
+      for c, value, norm in self._along_directions + [along_rest]:
+        got = _dot(c, rest)
+        bound = max(norm * along_rest[2], abs(value), np.finfo(np.float64).tiny)
         worst = max(worst, abs(got - value) / bound)
       note = f"{self.how}, {len(self.directions) + 1} directions"
     return worst, note
@@ -249,27 +280,34 @@ def reference_jvp(op: OpDef, params: dict, inputs, tangents, rng) -> Reference:
 def reference_second_order(op: OpDef, params: dict, inputs, cotangent, direction,
                            rng) -> Reference:
   """Central differences of <vjp(cotangent), direction> with the reference backward: its
-  gradient with respect to each input (None where it has none) element by element, or by
-  dot products with random directions where the inputs are too large for that."""
+  gradient with respect to each input (None where it has none) element by element; where
+  the inputs are too large for that, by dot products with random directions, or, for an
+  exact op, in full from the backward moved along the direction (`_hessian_vector`)."""
   reference = base.load("numpy")
   x, g, v = _wide(inputs), _wide(cotangent), _wide(direction)
   diff = op.diff_argnums
 
-  def phi(args):
+  def backward(args):
     outputs, vjp_fn = reference.vjp(op, *args, **params)
-    cts = vjp_fn(tuple(g) if isinstance(outputs, tuple) else g[0])
+    return vjp_fn(tuple(g) if isinstance(outputs, tuple) else g[0])
+
+  def phi(args):
+    cts = backward(args)
     return _dot([cts[i] for i in diff], [v[i] for i in diff])
 
   h = _step([x[i] for i in diff])
 
+  def moved(t, sign):
+    return [a if s is None else a + sign * h * s for a, s in zip(x, t)]
+
   def along(t):
-    plus = [a if s is None else a + h * s for a, s in zip(x, t)]
-    minus = [a if s is None else a - h * s for a, s in zip(x, t)]
-    return (phi(plus) - phi(minus)) / (2 * h)
+    return (phi(moved(t, 1)) - phi(moved(t, -1))) / (2 * h)
 
   expected: list[np.ndarray | None] = [
       np.zeros(x[i].shape) if i in diff else None for i in range(len(x))]
   if sum(x[i].size for i in diff) > SECOND_ORDER_FULL_LIMIT:
+    if op.gradient == "exact":
+      return _hessian_vector(backward(moved(v, 1)), backward(moved(v, -1)), diff, h, expected)
     directions = [[None if a is None else rng.standard_normal(a.shape) for a in expected]
                   for _ in range(DIRECTIONS)]
     return Reference(expected, along, directions, "directional finite differences")
@@ -279,6 +317,15 @@ def reference_second_order(op: OpDef, params: dict, inputs, cotangent, direction
       t[i].flat[j] = 1.0
       expected[i].flat[j] = along(t)
   return Reference(expected)
+
+
+def _hessian_vector(plus, minus, diff, h: float, expected) -> Reference:
+  """The gradient of <vjp(g), v> from the backward at x + h v and x - h v (``plus``,
+  ``minus``): for an exact op the backward's Jacobian is sum_j g_j Hess(f_j), symmetric, so
+  the derivative of vjp(g) along v is that gradient, every element from two backwards."""
+  for i in diff:
+    expected[i] = (np.asarray(plus[i], np.float64) - np.asarray(minus[i], np.float64)) / (2 * h)
+  return Reference(expected, how="Hessian-vector product by central differences")
 
 
 def _skip(case: Case, backend: str, device: str, mode: str, kind: str, reason: str) -> Row:
@@ -379,31 +426,13 @@ def batch_of(inputs: Sequence[np.ndarray], second: Sequence[np.ndarray] | None):
   return [np.stack([x, y]) for x, y in zip(inputs, second)]
 
 
-def transform_rows(case: Case, backend: str, module: Any, device: str, transforms,
-                   second: Sequence[np.ndarray] | None) -> list[Row]:
+def transform_rows(case: Case, backend: str, module: Any, device: str,
+                   transforms) -> list[Row]:
   """``forward`` and ``vjp`` rows of each transformation mode: a batch against the reference
   looped over it."""
-  reference = base.load("numpy")
   op = case.op
   rows = []
-  batch = batch_of(case.inputs, second)
-  rng = case.rng("batch")
-  outputs, cotangents, expected = [], [], []
-  for b in range(BATCH):
-    example = [x[b] for x in batch]
-    out, vjp_fn = reference.vjp(op, *example, **case.params)
-    outs = validation.as_tuple(out)
-    cot = [rng.standard_normal(o.shape).astype(o.dtype)
-           if is_floating(o.dtype) else None for o in outs]
-    cts = vjp_fn(tuple(cot) if isinstance(out, tuple) else cot[0])
-    outputs.append(outs)
-    cotangents.append(cot)
-    expected.append(cts)
-
-  def stack(per_example):
-    return [None if parts[0] is None else np.stack(parts) for parts in zip(*per_example)]
-
-  batch_cot, want_outs, want_cts = stack(cotangents), stack(outputs), stack(expected)
+  batch, batch_cot, want_outs, want_cts = case.batch_reference
   skipped = {t: op.unsupported_modes[f"{backend}:{t}"] for t in transforms
              if f"{backend}:{t}" in op.unsupported_modes}
   running = [t for t in transforms if t not in skipped]

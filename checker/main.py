@@ -24,6 +24,7 @@ from absl import app
 from absl import flags
 
 from crossgrad.backends import base
+from crossgrad.backends import compile_cache
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import compare
 from crossgrad.checker import engine
@@ -82,6 +83,13 @@ _SEED = flags.DEFINE_integer("seed", 0, "Seed for inputs, cotangents and directi
 _ALL_ROWS = flags.DEFINE_bool("all_rows", False,
                               "After the grid and the failing rows, print every row.")
 _LIST = flags.DEFINE_bool("list", False, "List the registered ops and exit.")
+_COMPILE_CACHE = flags.DEFINE_bool(
+    "compile_cache", True, "Keep compiled programs (JAX executables, torch.compile graphs) "
+    "in --cache_dir, so the next run compiles only what changed; --nocompile_cache compiles "
+    "everything afresh and writes nothing (docs/cross-check.md).")
+_CACHE_DIR = flags.DEFINE_string(
+    "cache_dir", None, f"The compile caches' directory (default: ${compile_cache.ENV}, "
+    "else $XDG_CACHE_HOME/crossgrad, else ~/.cache/crossgrad).")
 
 
 def _fail(message: str) -> int:
@@ -121,6 +129,9 @@ def _check(argv) -> int:
     if _CPU_DEVICES.value is not None:
       cpu_devices.configure(_CPU_DEVICES.value,
                             [b for b in _BACKENDS.value if b != "numpy"])
+    cache = (_CACHE_DIR.value or compile_cache.directory()) if _COMPILE_CACHE.value else None
+    if cache:
+      compile_cache.configure(cache, _BACKENDS.value)
     modules = selection.backends(_BACKENDS.value, flags=True)
     selection.check(ops, modules, _DTYPES.value, _DEVICES.value, _MODES.value, flags=True)
     tolerance = compare.check_tolerance(_TOLERANCE.value, "--tolerance")
@@ -135,6 +146,8 @@ def _check(argv) -> int:
   except CrossgradError as e:
     return _fail(str(e))
   print(grid.text_report(report, all_rows=_ALL_ROWS.value))
+  if cache:
+    print(compile_cache.summary(cache, compile_cache.stats(_BACKENDS.value)), file=sys.stderr)
   if _JSON.value:
     with open(_JSON.value, "w") as f:
       f.write(report.to_json())

@@ -118,14 +118,15 @@ def _read_as_zero(x: np.ndarray) -> np.ndarray:
 class Case:
   """Special inputs, one cotangent, the reference's outputs and cotangents for them (one
   list, ``expected``, named by ``names``), and the op's declared alternatives to it:
-  ``(what, expected)``."""
+  ``(what, expected, typical)``."""
 
   inputs: list[np.ndarray]
   cotangent: list[np.ndarray | None]
   expected: list[np.ndarray | None]
   names: list[str]
-  alternatives: list[tuple[str, list[np.ndarray | None]]]
+  alternatives: list[tuple[str, list[np.ndarray | None], list[float | None]]]
   special: list[np.ndarray | None]  # Per element of ``expected``: special (see above).
+  typical: list[float | None]  # Per array of ``expected`` (`_typical`), filled in by rows.
 
 
 def _reference(op, params, inputs, reference, cotangent=None):
@@ -153,10 +154,16 @@ def prepare(op: OpDef, params: dict, inputs: Sequence[np.ndarray], dtype: str, r
   if "daz" in op.special_differences:
     read = [_read_as_zero(x) for x in special]
     if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(read, special)):
-      alternatives.append((_declared(op, "daz"),
-                           _reference(op, params, read, reference, cotangent)[0]))
+      expected_daz = _reference(op, params, read, reference, cotangent)[0]
+      alternatives.append((_declared(op, "daz"), expected_daz, _typical(expected_daz)))
   masks = special_elements(op, params, special, inputs, expected, cotangent, reference)
-  return Case(special, cotangent, expected, names, alternatives, masks)
+  return Case(special, cotangent, expected, names, alternatives, masks, _typical(expected))
+
+
+def _typical(arrays) -> list[float | None]:
+  """Per array, `compare.typical_magnitude` once a comparison has needed it (None until
+  then): one list shared by every row's comparisons with these arrays."""
+  return [None] * len(arrays)
 
 
 def _extreme(x: np.ndarray) -> np.ndarray:
@@ -228,10 +235,10 @@ def row(op: OpDef, params: dict, context: RowContext, module: Any, case: Case,
     if kind in op.special_differences:
       relaxations.append((_declared(op, kind), transform))
   result = compare.compare(actual, case.expected, case.names, tolerance, bitwise=bitwise,
-                           elementwise=True, relaxations=relaxations)
-  for what, expected in ([] if result.ok or bitwise else case.alternatives):
+                           elementwise=True, relaxations=relaxations, typical=case.typical)
+  for what, expected, typical in ([] if result.ok or bitwise else case.alternatives):
     alternative = compare.compare(actual, expected, case.names, tolerance, elementwise=True,
-                                  relaxations=relaxations)
+                                  relaxations=relaxations, typical=typical)
     if alternative.ok:
       result = dataclasses.replace(
           alternative, ulps=result.ulps,

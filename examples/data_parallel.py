@@ -12,9 +12,21 @@ batch goes to every GPU (or TPU, for JAX) there is; on a machine without acceler
 host CPU is split into ``--devices`` logical devices:
 
   python -m crossgrad.examples.data_parallel --devices=4 --steps=100
+
+With ``--processes=P`` it instead trains the model with a Bernoulli mask on its hidden
+units (`data_parallel_processes`) in P local processes per framework, which it launches
+itself (`crossgrad.distributed.launch`): `jax.distributed`, TensorFlow's
+`MultiWorkerMirroredStrategy` and PyTorch's `DistributedDataParallel`. Each framework's
+final weights are compared with its single-process run of the same steps, and the
+processes' mask rows with the single-process masks (bitwise):
+
+  python -m crossgrad.examples.data_parallel --processes=2 --steps=20 --json=dp.json
 """
 
 from __future__ import annotations
+
+import json
+import sys
 
 import numpy as np
 from absl import app
@@ -22,6 +34,8 @@ from absl import flags
 
 import crossgrad as cg
 from crossgrad.backends import cpu_devices
+from crossgrad.distributed import launch
+from crossgrad.examples import data_parallel_processes as processes
 
 BATCH, FEATURES, HIDDEN = 32, 6, 8
 LEARNING_RATE = 0.05
@@ -123,8 +137,83 @@ def weight_difference(a: list[np.ndarray], b: list[np.ndarray]) -> float:
   return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
 
 
+def _problem(seed: int):
+  return problem(seed), seed, LEARNING_RATE, BATCH
+
+
+def _worker_command(framework: str, process_id: int, count: int, ports, steps: int,
+                    seed: int) -> list[str]:
+  return [sys.executable, "-m", "crossgrad.examples.data_parallel", f"--worker={framework}",
+          f"--process_id={process_id}", f"--processes={count}",
+          f"--ports={','.join(map(str, ports))}", f"--steps={steps}", f"--seed={seed}"]
+
+
+def run_processes(count: int, steps: int, seed: int = 0, frameworks=processes.FRAMEWORKS,
+                  timeout: float = 300, idle_timeout: float = 45, log=None) -> dict:
+  """Per framework: ``count`` processes against one, as `--json` writes it, plus
+  ``masks_equal`` (every process's mask rows are the single-process rows, bitwise)
+  and ``processes_agree`` (all processes end with the same weights, bitwise).
+
+  Every run (each framework's ``count`` workers and its single process) is launched at
+  once, as one group: a failing process stops them all.
+  """
+  commands, names = [], []
+  for framework in frameworks:
+    ports = launch.free_ports(count)
+    for size in (count, 1):
+      commands += [_worker_command(framework, i, size, ports, steps, seed)
+                   for i in range(size)]
+      names += [f"{framework} {'worker' if size > 1 else 'single process'} {i}"
+                for i in range(size)]
+  stdouts = iter(launch.run(commands, names, timeout=timeout, idle_timeout=idle_timeout,
+                            log=log))
+  out = {}
+  for framework in frameworks:
+    parts = [json.loads(next(stdouts).strip().splitlines()[-1]) for _ in range(count)]
+    single = json.loads(next(stdouts).strip().splitlines()[-1])
+    weights = [[np.asarray(w, np.float32) for w in part["weights"]] for part in parts]
+    masks = np.concatenate([np.asarray(part["masks"]) for part in parts], axis=1)
+    out[framework] = {
+        "processes": count,
+        "max_weight_diff": weight_difference(weights[0], [np.asarray(w, np.float32)
+                                                          for w in single["weights"]]),
+        "final_loss": parts[0]["losses"][-1],
+        "single_final_loss": single["losses"][-1],
+        "masks_equal": bool(np.array_equal(masks, np.asarray(single["masks"]))),
+        "processes_agree": all(weight_difference(w, weights[0]) == 0.0 for w in weights)}
+  return out
+
+
+def _main_processes():
+  flag = flags.FLAGS
+  if flag.worker:  # One process of a launched run: its part as one JSON line.
+    ports = [int(p) for p in flag.ports.split(",")]
+    part = processes.train(flag.worker, _problem(flag.seed), flag.steps, flag.process_id,
+                           flag.processes, ports, QUANTIZE)
+    print(json.dumps(part), flush=True)
+    return 0
+  log = lambda line: print(line, file=sys.stderr, flush=True)
+  try:
+    results = run_processes(flag.processes, flag.steps, flag.seed,
+                            flag.frameworks, flag.timeout, flag.idle_timeout, log)
+  except launch.LaunchError as e:
+    print(f"data_parallel: {e}", file=sys.stderr)
+    return 1
+  for name, r in results.items():
+    print(f"{name}: {r['processes']} processes, max |multi - single| weights "
+          f"{r['max_weight_diff']:.2e} after {flag.steps} steps, final loss "
+          f"{r['final_loss']:.6f} (single {r['single_final_loss']:.6f}), masks bitwise "
+          f"equal: {r['masks_equal']}, processes agree: {r['processes_agree']}")
+  if flag.json:
+    with open(flag.json, "w", encoding="utf-8") as f:
+      json.dump(results, f, indent=1)
+  return 0
+
+
 def main(argv):
   del argv
+  if flags.FLAGS.processes > 1 or flags.FLAGS.worker:
+    return _main_processes()
   cpu_devices.configure(flags.FLAGS.devices)
   runs = run(flags.FLAGS.steps, flags.FLAGS.seed)
   names = list(runs)
@@ -145,7 +234,18 @@ def main(argv):
 
 if __name__ == "__main__":
   # Flags are defined here, not on import, so tests can import `run` freely.
-  flags.DEFINE_integer("steps", 100, "SGD steps in each of the four runs.")
+  flags.DEFINE_integer("steps", 20, "SGD steps in each run.")
   flags.DEFINE_integer("devices", 4, "Logical CPU devices to split the host into.")
-  flags.DEFINE_integer("seed", 0, "Seed of the data and initial weights.")
+  flags.DEFINE_integer("seed", 0, "Seed of the data, initial weights and masks.")
+  flags.DEFINE_integer("processes", 1, "Local processes per framework (1: logical devices).",
+                       lower_bound=1)
+  flags.DEFINE_list("frameworks", list(processes.FRAMEWORKS),
+                    "Frameworks to run with --processes > 1.")
+  flags.DEFINE_string("json", None, "With --processes > 1: write the results here.")
+  flags.DEFINE_float("timeout", 300, "Seconds a multi-process run may take in all.")
+  flags.DEFINE_float("idle_timeout", 45, "Seconds a worker may print nothing (else hung).")
+  flags.DEFINE_enum("worker", None, list(processes.FRAMEWORKS),
+                    "Internal: run as process --process_id of a launched run.")
+  flags.DEFINE_integer("process_id", 0, "Internal: this worker's index.")
+  flags.DEFINE_string("ports", "", "Internal: the run's ports, comma-separated.")
   app.run(main)

@@ -13,18 +13,19 @@ from crossgrad.registry.errors import CrossgradError
 GENERATORS = ("threefry", "philox")
 
 
-def _sampled(fw, p, features, seed, step, generator):
+def _sampled(fw, p, features, seed, step, generator, example_offset):
   """``fw.bernoulli_mask_sampled`` with the key words ``(seed, step)`` in each framework."""
   if fw.NAME == "tensorflow":
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     key = tf.stack([tf.constant(seed, tf.int64), tf.cast(step, tf.int64)])
-    return fw.bernoulli_mask_sampled(p, features, key, generator)
+    return fw.bernoulli_mask_sampled(p, features, key, generator,
+                                     example_offset=example_offset)
   if fw.NAME == "jax":
     import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
     return fw.bernoulli_mask_sampled(p, features, jnp.stack(
-        [jnp.uint32(seed), step.astype(jnp.uint32)]))
+        [jnp.uint32(seed), step.astype(jnp.uint32)]), example_offset=example_offset)
   key = keras.ops.stack([keras.ops.full_like(step, seed), step])
-  return fw.bernoulli_mask_sampled(p, features, key)
+  return fw.bernoulli_mask_sampled(p, features, key, example_offset=example_offset)
 
 
 @keras.saving.register_keras_serializable(package="crossgrad")
@@ -38,7 +39,9 @@ class BernoulliAttentionMask(keras.layers.Layer):
   compiled. With ``generator="threefry"`` (the default) step ``k`` draws, on every backend,
   the mask JAX draws from the raw key ``uint32[seed, k]`` (``jax.random.wrap_key_data``);
   ``"philox"`` (TensorFlow only) uses TF's stateless Philox. Pass ``u=`` to supply the
-  noise instead. At inference the layer returns the expectation ``p * features``, or a
+  noise instead. In data-parallel training pass ``example_offset=`` (threefry), the
+  global index of this replica's first example: every replica then draws its rows of the
+  single-device mask, bitwise (`crossgrad.bernoulli.random_bits`). At inference the layer returns the expectation ``p * features``, or a
   sample with ``sample_at_inference=True``.
   """
 
@@ -57,7 +60,7 @@ class BernoulliAttentionMask(keras.layers.Layer):
     self.step = self.add_weight(name="step", shape=(), dtype="int32", initializer="zeros",
                                 trainable=False)
 
-  def call(self, p, features, training=None, u=None):
+  def call(self, p, features, training=None, u=None, example_offset=0):
     if not (training or self.sample_at_inference):
       return p * features
     fw = cg_keras.framework()
@@ -67,7 +70,8 @@ class BernoulliAttentionMask(keras.layers.Layer):
       raise CrossgradError("the philox generator is TensorFlow's", backend=fw.NAME,
                            argument="generator", expected="'threefry'", actual="'philox'")
     step = keras.ops.convert_to_tensor(self.step)  # On TF and torch the variable itself:
-    out = _sampled(fw, p, features, self.seed, step, self.generator)  # sample, then count.
+    out = _sampled(fw, p, features, self.seed, step, self.generator,  # sample, then count.
+                   example_offset)
     self.step.assign(step + 1)
     return out
 

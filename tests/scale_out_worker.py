@@ -37,54 +37,15 @@ import crossgrad as cg
 from crossgrad.checker import engine
 from crossgrad.registry import validation
 from crossgrad.registry.ops import BUILTIN
+import op_batches
 # pylint: enable=g-import-not-at-top,wrong-import-position
 
 N = _DEVICES.value  # Logical CPUs; accelerators, if any, are left out.
 PER_DEVICE = 2
-DTYPE = "float32"
 STRATEGY = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(N)])
 shard_map = getattr(jax, "shard_map", None)
 if shard_map is None:  # Older JAX.
   from jax.experimental.shard_map import shard_map  # pylint: disable=g-import-not-at-top
-
-
-def _planted_op():
-  def forward(xp, x):
-    return xp.where(x > 0, x, 0.2 * x), (x,)
-
-  def backward(xp, residuals, g):
-    (x,) = residuals
-    return (xp.where(x > 0, g, 0.3 * g),)  # Planted: 0.3 where the slope is 0.2.
-
-  return cg.OpDef(name="planted_leaky_relu", forward=forward, backward=backward,
-                  sample=lambda rng: (rng.standard_normal((3, 4)) + 0.1,))
-
-
-def _batch(op, params, seed):
-  """Examples (lists of inputs), the stacked batch, and stacked float cotangents."""
-  rng = np.random.default_rng(seed)
-  examples = []
-  for _ in range(N * PER_DEVICE):
-    inputs = [np.asarray(x) for x in op.sample(rng)]
-    examples.append([x.astype(DTYPE) if np.issubdtype(x.dtype, np.floating) else x
-                     for x in inputs])
-  stacked = [np.stack(xs) for xs in zip(*examples)]
-  reference = cg.numpy.get(op, **params)
-  outs = [validation.as_tuple(reference(*ex)) for ex in examples]
-  cots = [np.stack([rng.standard_normal(o[i].shape).astype(o[i].dtype) for o in outs])
-          if np.issubdtype(outs[0][i].dtype, np.floating) else None
-          for i in range(len(outs[0]))]
-  return examples, stacked, cots
-
-
-def _reference_grads(op, params, examples, cots):
-  """NumPy reference VJPs, example by example, stacked like the batch."""
-  per_example = []
-  for b, ex in enumerate(examples):
-    out, vjp_fn = cg.numpy.vjp(op, *ex, **params)
-    g = tuple(None if c is None else c[b] for c in cots)
-    per_example.append(vjp_fn(g if isinstance(out, tuple) else g[0]))
-  return [np.stack([e[i] for e in per_example]) for i in op.diff_argnums]
 
 
 def _jax_loss(op, params, batched):
@@ -101,32 +62,6 @@ def _jax_loss(op, params, batched):
     return sum(jnp.sum(o * c) for o, c in zip(outs, cots) if c is not None)
 
   return loss
-
-
-def _autodiff_grads(op, params, stacked, cots):
-  """JAX autodiff of the forward (exact ops, exact inputs) or of the surrogate (the other
-  inputs of surrogate ops): never uses the backward. None where an input has neither."""
-  forward = lambda *args: op.forward(cg.jax.xp, *args, **params)[0]
-  surrogate = (None if op.surrogate is None
-               else lambda *args: op.surrogate(cg.jax.xp, *args, **params))
-  targets = [forward if op.gradient == "exact" or i in op.exact_argnums else surrogate
-             for i in op.diff_argnums]
-  if any(target is None for target in targets):
-    return None
-  floating = [c for c in cots if c is not None]
-
-  def grads_of(target):
-    def loss(diff_args):
-      args = list(stacked)
-      for i, x in zip(op.diff_argnums, diff_args):
-        args[i] = x
-      outs = [o for o in validation.as_tuple(jax.vmap(target)(*args))
-              if jnp.issubdtype(o.dtype, jnp.floating)]
-      return sum(jnp.sum(o * c) for o, c in zip(outs, floating))
-    return jax.grad(loss)([stacked[i] for i in op.diff_argnums])
-
-  grads = {target: grads_of(target) for target in set(targets)}
-  return [np.asarray(grads[target][k]) for k, target in enumerate(targets)]
 
 
 def _split(op, args):
@@ -234,11 +169,11 @@ def _errors(got, want):
 
 def run_op(op, params, seed):
   """Error of every placement against the single-device baseline and the reference."""
-  examples, stacked, cots = _batch(op, params, seed)
-  reference = _reference_grads(op, params, examples, cots)
+  examples, stacked, cots = op_batches.batch(op, params, seed, N * PER_DEVICE)
+  reference = op_batches.reference_grads(op, params, examples, cots)
   results, spread = _jax_results(op, params, stacked, cots)
   baseline = results["jax_single_device"]
-  autodiff = _autodiff_grads(op, params, stacked, cots)
+  autodiff = op_batches.autodiff_grads(op, params, stacked, cots)
   rows = []
 
   def add(placement, got, devices, reduce=None):
@@ -272,7 +207,7 @@ def run_op(op, params, seed):
 
 def main(argv):
   del argv  # Unused.
-  ops = list(BUILTIN) + ([_planted_op()] if _PLANTED.value else [])
+  ops = list(BUILTIN) + ([op_batches.planted_op()] if _PLANTED.value else [])
   out = {"devices": {"jax": len(jax.devices("cpu")),
                      "tensorflow": len(tf.config.list_logical_devices("CPU"))},
          "ops": []}

@@ -1,60 +1,15 @@
 """The written backend protocol is enough to add a framework: a toy backend built from it
-alone is cross-checked like the built-in ones, and a wrong one is caught."""
-
-import contextlib
+alone (tests/toy_backends.py) is cross-checked like the built-in ones, and a wrong one is caught."""
 
 import numpy as np
 import pytest
 
 import crossgrad as cg
 from crossgrad.backends import base, protocol
-from crossgrad.registry import validation
+import toy_backends
 
 
-class ToyBackend:
-  """NumPy under another name, written only against `protocol.Backend`."""
-
-  VERSION = np.__version__
-  MODES = ("eager",)
-  xp = cg.numpy.xp
-
-  def __init__(self, name="toy", gradient_scale=1.0):
-    self.NAME = name  # pylint: disable=invalid-name
-    self.gradient_scale = gradient_scale
-    self.get = base.make_get(name, self._emit)
-
-  def _emit(self, op, params):
-    def call(*inputs):
-      return op.forward(self.xp, *(np.asarray(x) for x in inputs), **params)[0]
-    return call
-
-  def spec_of(self, x):
-    x = np.asarray(x)
-    return validation.ArraySpec(x.shape, x.dtype.name)
-
-  def devices(self):
-    return ["cpu:0"]
-
-  def evaluate(self, op, params, inputs, cotangent, *, device, mode):
-    del device
-    base.check_mode(self.NAME, mode, self.MODES)
-    outputs, residuals = op.forward(self.xp, *inputs, **params)
-    single = not isinstance(outputs, tuple)
-    cts = op.backward(self.xp, residuals, cotangent[0] if single else tuple(cotangent),
-                      **params)
-    cts = validation.as_tuple(cts)
-    return (tuple(np.asarray(o) for o in validation.as_tuple(outputs)),
-            tuple(None if c is None else np.asarray(c) * self.gradient_scale for c in cts))
-
-  def precision_scope(self, arrays, float32=None):
-    del arrays, float32
-    return contextlib.nullcontext()
-
-  def register_container(self, cls, flatten, unflatten):
-    del cls, flatten, unflatten
-
-
-class ToyHigherOrder(ToyBackend):
+class ToyHigherOrder(toy_backends.NumpyTwin):
   """The toy plus `protocol.HigherOrder`: forward mode by transposing the backward one
   output element at a time, a Python loop as its transformation; no second order."""
 
@@ -97,7 +52,7 @@ class ToyHigherOrder(ToyBackend):
 def toy():
   backends = []
 
-  def add(kind=ToyBackend, **kwargs):
+  def add(kind=toy_backends.NumpyTwin, **kwargs):
     backends.append(base.register(kind(**kwargs)))
     return backends[-1]
 
@@ -164,7 +119,7 @@ def test_registering_an_incomplete_backend_names_what_is_missing():
 
 def test_a_builtin_name_cannot_be_taken():
   with pytest.raises(cg.CrossgradError, match="built-in backend"):
-    base.register(ToyBackend(name="jax"))
+    base.register(toy_backends.NumpyTwin(name="jax"))
 
 
 class ToyArray:
@@ -174,7 +129,7 @@ class ToyArray:
     self.values = np.asarray(values)
 
 
-class ToyWithArrays(ToyBackend):
+class ToyWithArrays(toy_backends.NumpyTwin):
   ARRAY_MODULES = (ToyArray.__module__,)
 
 

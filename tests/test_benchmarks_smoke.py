@@ -10,7 +10,8 @@ from absl import flags
 import numpy as np
 
 import crossgrad as cg
-from crossgrad.benchmarks import handwritten, hlo, run_all, timing
+from crossgrad.benchmarks import (check_cost, handwritten, handwritten_torch, hlo, overhead,
+                                  run_all, timing)
 
 HLO_TEXT = """HloModule m, is_scheduled=true
 
@@ -60,18 +61,20 @@ def test_run_all_quick_writes_every_table(tmp_path):
     assert payload["environment"]["tensorflow"] and payload["environment"]["jax"]
     assert set(payload) == set(results[name]) | {"environment"}
 
-  overhead = json.loads((tmp_path / "overhead.json").read_text())
-  timed = {(r["op"], r["mode"]) for r in overhead["rows"]}
-  assert timed == {(op, mode) for op in handwritten.BASELINES
-                   for mode in ("jax.jit", "tf.function(jit_compile=True)", "tf.function")}
-  for row in overhead["rows"]:
-    assert all(_positive(row[k]) for k in ("crossgrad ms", "hand-written ms", "ratio"))
-  assert {r["op"] for r in overhead["structure"]} == set(handwritten.BASELINES)
-  assert {r["op"] for r in overhead["custom_vjp"]} == set(handwritten.BASELINES)
-  assert all(r["same HLO"] == "yes" for r in overhead["custom_vjp"])  # Same program.
-  assert all(_positive(r["ratio"]) for r in overhead["custom_vjp"])
-  assert all(r["instructions cg"] > 0 for r in overhead["structure"])
-  assert {"op": "t_no_baseline", "note": "no hand-written baseline"} in overhead["no_baseline"]
+  overhead_json = json.loads((tmp_path / "overhead.json").read_text())
+  timed = {(r["op"], r["mode"]) for r in overhead_json["rows"]}
+  assert timed == {(op, mode) for op in handwritten.BASELINES for mode in overhead.QUICK_MODES
+                   if op in handwritten_torch.BASELINES or not mode.startswith("torch")}
+  for row in overhead_json["rows"]:
+    assert all(_positive(row[k]) for k in ("crossgrad ms", "hand-written ms", "ratio",
+                                           "ratio q1", "ratio q3"))
+    assert row["ratio q1"] <= row["ratio q3"]
+  assert {r["op"] for r in overhead_json["structure"]} == set(handwritten.BASELINES)
+  assert {r["op"] for r in overhead_json["custom_vjp"]} == set(handwritten.BASELINES)
+  assert all(r["same HLO"] == "yes" for r in overhead_json["custom_vjp"])  # Same program.
+  assert all(_positive(r["ratio"]) for r in overhead_json["custom_vjp"])
+  assert all(r["instructions cg"] > 0 for r in overhead_json["structure"])
+  assert {"op": "t_no_baseline", "note": "no hand-written baseline"} in overhead_json["no_baseline"]
 
   tf1 = json.loads((tmp_path / "tf1_idiom.json").read_text())
   assert tf1["rows"] and all(_positive(r["speedup"]) for r in tf1["rows"])
@@ -105,13 +108,15 @@ def test_run_all_quick_writes_every_table(tmp_path):
 
 
 def test_hand_written_baselines_compute_what_the_ops_compute():
-  """The overhead ratios compare equal work: same outputs and gradients, in both frameworks."""
+  """The overhead ratios compare equal work: same outputs and gradients, in every framework."""
   import jax  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(0)
+  assert set(handwritten_torch.BASELINES) <= set(handwritten.BASELINES)
   for name, baseline in handwritten.BASELINES.items():
     inputs = baseline.inputs(256, rng)
-    op = cg.get(name)
+    op = overhead.op_of(baseline)
     out = np.asarray(cg.numpy.get(op, **baseline.params)(*inputs))
     g = rng.standard_normal(out.shape).astype(out.dtype)
     _, vjp_fn = cg.numpy.vjp(op, *inputs, **baseline.params)
@@ -125,7 +130,14 @@ def test_hand_written_baselines_compute_what_the_ops_compute():
         tape.watch(tensors[i])
       out_tf = baseline.tensorflow(*tensors)
     grads_tf = tape.gradient(out_tf, [tensors[i] for i in op.diff_argnums], output_gradients=g)
-    for got_out, got_grads in ((out_jax, jax_vjp(g)), (out_tf, grads_tf)):
+    found = [(out_jax, jax_vjp(g)), (out_tf, grads_tf)]
+    if name in handwritten_torch.BASELINES:
+      args = [torch.tensor(x, requires_grad=i in op.diff_argnums) for i, x in enumerate(inputs)]
+      out_torch = handwritten_torch.BASELINES[name](*args)
+      diff_args = [args[i] for i in op.diff_argnums]
+      found.append((out_torch.detach(),
+                    torch.autograd.grad(out_torch, diff_args, torch.tensor(g))))
+    for got_out, got_grads in found:
       np.testing.assert_allclose(np.asarray(got_out), out, rtol=1e-5, atol=1e-5, err_msg=name)
       for got, want in zip(got_grads, expected):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4, err_msg=name)
@@ -172,3 +184,17 @@ def test_sizes_flag_reads_comma_separated_integers():
   values.unparse_flags()
   values(["prog"])
   assert values.sizes is None
+
+
+def test_check_cost_sets_its_figures_against_issue_27s_targets():
+  cache = [{"jobs": 1, "status": "ok", "cold s": 80.0, "warm s": 24.0, "warm / cold": 0.3},
+           {"jobs": 2, "status": "ok", "cold s": 50.0, "warm s": 25.0, "warm / cold": 0.5}]
+  scaling = [(1000, 42, "ok", 4.0), (1000000, 42, "ok", 7.0)]
+  assert check_cost.targets(cache, scaling) == [
+      {"figure": "cold full check s", "value": 80.0, "target": 60.0, "met": False},
+      {"figure": "warm / cold", "value": 0.3, "target": 0.4, "met": True},
+      {"figure": "cold full check s, --jobs=2", "value": 50.0, "target": 60.0, "met": True},
+      {"figure": "warm / cold, --jobs=2", "value": 0.5, "target": 0.4, "met": False},
+      {"figure": "leaky_relu check, 1M / 1K elements", "value": 1.75, "target": 2.0,
+       "met": True}]
+  assert check_cost.targets([], scaling[:1]) == []  # Quick runs: nothing to set.

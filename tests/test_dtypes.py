@@ -8,8 +8,6 @@ complex op must equal that framework's own autodiff of the same forward.
 
 from __future__ import annotations
 
-import contextlib
-
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -22,6 +20,7 @@ from crossgrad.backends import base
 from crossgrad.checker import compare
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
+import toy_backends
 
 FAST = settings(max_examples=20, deadline=None, derandomize=True)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -78,41 +77,32 @@ def test_a_conjugated_backward_fails_finite_differences(family, c):
   assert not fd.ok and "NOT the derivative" in fd.note
 
 
-class _Conjugating:
+class _Reference(toy_backends.NumpyTwin):
+  """The reference (`cg.numpy.vjp`: bfloat16 computed in float32 and rounded once) under
+  another name."""
+
+  def vjp(self, op, params, inputs, cotangent):
+    outputs, vjp_fn = cg.numpy.vjp(op, *inputs, **params)
+    several = isinstance(outputs, tuple)
+    return validation.as_tuple(outputs), vjp_fn(tuple(cotangent) if several else cotangent[0])
+
+
+class _Conjugating(_Reference):
   """NumPy under another name whose complex gradients follow torch's convention, converted
   by the op core as TF's and torch's are, or (``forget=True``) not converted: the cross-check
   must pass the first and fail the second."""
 
-  MODES = ("eager",)
-  VERSION = np.__version__
   CONJUGATE_COMPLEX_GRADIENTS = True
 
   def __init__(self, forget: bool):
-    self.NAME = "conjugating_forgetful" if forget else "conjugating"
-    self.xp = cg.numpy.xp
+    super().__init__("conjugating_forgetful" if forget else "conjugating")
     self.forget = forget
-    self.get = base.make_get(self.NAME, lambda op, params: (
-        lambda *inputs: op.forward(self.xp, *inputs, **params)[0]))
 
-  def spec_of(self, x):
-    return validation.ArraySpec(np.shape(x), np.asarray(x).dtype.name)
-
-  def devices(self):
-    return ["cpu:0"]
-
-  def evaluate(self, op, params, inputs, cotangent, *, device, mode):
-    del device, mode
-    outputs, vjp_fn = cg.numpy.vjp(op, *inputs, **params)
-    g = cotangent[0] if self.forget else np.conj(cotangent[0])
-    (ct,) = vjp_fn(g)
-    return (outputs,), (ct if self.forget else np.conj(ct),)
-
-  def precision_scope(self, arrays, float32=None):
-    del arrays, float32
-    return contextlib.nullcontext()
-
-  def register_container(self, cls, flatten, unflatten):
-    del cls, flatten, unflatten
+  def vjp(self, op, params, inputs, cotangent):
+    if self.forget:
+      return super().vjp(op, params, inputs, cotangent)
+    outputs, cotangents = super().vjp(op, params, inputs, [np.conj(g) for g in cotangent])
+    return outputs, tuple(np.conj(c) for c in cotangents)
 
 
 @pytest.mark.parametrize("forget", [False, True])
@@ -244,29 +234,13 @@ def test_a_scaled_bfloat16_backward_in_one_backend_fails(scale):
   """A twin backend with a scaled backward (off by 7% or more) fails its vjp rows in
   bfloat16, which the 4-ULP (3.1%) tolerance must catch; the correct twin passes."""
   for bug, expect_ok in ((scale, False), (1.0, True)):
-    twin = base.register(_ScaledTwin(bug))
+    twin = base.register(_Reference("scaled_twin", gradient_scale=bug))
     try:
       report = cg.cross_check([_bf16_op()], backends=[twin.NAME], dtypes=["bfloat16"])
     finally:
       base.unregister(twin.NAME)
     vjp = [r for r in report.rows if r.check == "vjp"]
     assert vjp and all(r.ok == expect_ok for r in vjp), (bug, report)
-
-
-class _ScaledTwin(_Conjugating):
-  """The reference under another name, its cotangents scaled by ``scale``."""
-
-  CONJUGATE_COMPLEX_GRADIENTS = False
-
-  def __init__(self, scale: float):
-    super().__init__(forget=False)
-    self.NAME, self.scale = "scaled_twin", scale
-
-  def evaluate(self, op, params, inputs, cotangent, *, device, mode):
-    del device, mode
-    outputs, vjp_fn = cg.numpy.vjp(op, *inputs, **params)
-    (ct,) = vjp_fn(cotangent[0])
-    return (outputs,), ((ct.astype(np.float32) * self.scale).astype(ct.dtype),)
 
 
 def test_bfloat16_cross_checks_in_every_framework():

@@ -18,7 +18,6 @@ makes that N seeds and N hypothesis examples per property (prints the rates with
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import math
 import os
@@ -32,53 +31,16 @@ import pytest
 
 import crossgrad as cg
 from crossgrad.backends import base
-from crossgrad.registry import validation
-from crossgrad.registry.namespace import EXTENSIONS, Namespace
+import toy_backends
 
 TWIN = "twin"
 EXAMPLES = int(os.environ.get("CROSSGRAD_PROPERTY_EXAMPLES", "0"))  # 0: the quick default.
 FAST = settings(max_examples=max(25, EXAMPLES), deadline=None, derandomize=True)
 
 
-class _Twin:
-  """NumPy under another name: a second backend whose ops can carry their own bug."""
-
-  NAME, VERSION, MODES = TWIN, np.__version__, ("eager",)
-  xp = Namespace(TWIN, cg.numpy.xp,
-                 extensions={name: getattr(cg.numpy.xp, name) for name in EXTENSIONS})
-
-  def __init__(self):
-    self.get = base.make_get(TWIN, lambda op, params: (
-        lambda *inputs: op.forward(self.xp, *inputs, **params)[0]))
-
-  def spec_of(self, x):
-    return validation.ArraySpec(np.shape(x), np.asarray(x).dtype.name)
-
-  def devices(self):
-    return ["cpu:0"]
-
-  def evaluate(self, op, params, inputs, cotangent, *, device, mode):
-    del device, mode
-    with np.errstate(all="ignore"):
-      outputs, residuals = op.forward(self.xp, *inputs, **params)
-      several = isinstance(outputs, tuple)
-      cotangents = op.backward(self.xp, residuals,
-                               tuple(cotangent) if several else cotangent[0], **params)
-    outputs = outputs if several else (outputs,)
-    return tuple(np.asarray(o) for o in outputs), validation.check_cotangents(
-        op, TWIN, [self.spec_of(x) for x in inputs], cotangents, self.spec_of)
-
-  def precision_scope(self, arrays, float32=None):
-    del arrays, float32
-    return contextlib.nullcontext()
-
-  def register_container(self, cls, flatten, unflatten):
-    del cls, flatten, unflatten
-
-
 @pytest.fixture(scope="module", autouse=True)
 def twin():
-  base.register(_Twin())
+  base.register(toy_backends.NumpyTwin(TWIN))
   yield
   base.unregister(TWIN)
 

@@ -1,5 +1,6 @@
 """The data-parallel example: sharded runs match single-device runs and a hand-derived step."""
 
+import json
 import os
 import subprocess
 import sys
@@ -55,3 +56,23 @@ def test_sharded_runs_match_single_device_runs_on_four_devices():
   np.testing.assert_allclose(curves[0, 0], _numpy_step(x, target, *weights)[0], rtol=1e-5)
   for line in lines[6:8]:
     assert float(line.split("weights ")[1].split(",")[0]) <= 1e-5, line
+
+
+def test_two_processes_per_framework_match_one_process(tmp_path):
+  """--processes=2: weights within 1e-6 of the single-process run after 3 steps, and the
+  processes' Bernoulli mask rows bitwise the single-process masks, in every framework."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  out = tmp_path / "dp.json"
+  subprocess.run([sys.executable, "-m", "crossgrad.examples.data_parallel", "--processes=2",
+                  "--steps=3", f"--json={out}"], capture_output=True, text=True, check=True,
+                 timeout=600, env=env)
+  results = json.loads(out.read_text())
+  assert set(results) == {"jax", "tensorflow", "torch"}
+  x, target, weights = dp.problem(0)
+  first_loss_without_mask = _numpy_step(x, target, *weights)[0]
+  for name, r in results.items():
+    assert r["processes"] == 2, name
+    assert r["max_weight_diff"] <= 1e-6, (name, r)
+    assert r["masks_equal"] and r["processes_agree"], (name, r)
+    assert abs(r["final_loss"] - r["single_final_loss"]) <= 1e-6, (name, r)
+    assert r["final_loss"] != first_loss_without_mask  # The mask is applied.

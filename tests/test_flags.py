@@ -50,7 +50,9 @@ def test_the_check_sees_lazy_and_from_imports(tmp_path):
 # The binaries (`python -m crossgrad.NAME`) and the file defining each one's flags.
 BINARIES = {"check": "checker/main.py",
             **{f"{package}.{p.stem}": f"{package}/{p.name}" for package in ("tf1", "benchmarks")
-               for p in sorted((ROOT / package).glob("*.py")) if "app.run(" in p.read_text()}}
+               for p in sorted((ROOT / package).glob("*.py")) if "app.run(" in p.read_text()},
+            **{f"tf1.{p.parent.name}": f"tf1/{p.parent.name}/__main__.py"  # Packages.
+               for p in sorted((ROOT / "tf1").glob("*/__main__.py"))}}
 # Flags the shared definers of `crossgrad.benchmarks.timing` make.
 SHARED = {"define_common_flags": ("quick", "json")}
 
@@ -111,7 +113,8 @@ def test_console_script_help_lists_its_flags(script):
   code = (f"import sys; sys.argv[0] = {script!r}; from {module} import {function}; "
           f"sys.exit({function}())")
   listed = _help([sys.executable, "-c", code])
-  source = BINARIES[module.removeprefix("crossgrad.")] if module != "crossgrad.checker.main" \
+  source = BINARIES[module.removeprefix("crossgrad.").removesuffix(".__main__")] \
+      if module != "crossgrad.checker.main" \
       else BINARIES["check"]
   missing = _missing(listed, source)
   assert not missing, f"{script} --help does not list {missing}:\n{listed[-2000:]}"

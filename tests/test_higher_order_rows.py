@@ -77,3 +77,29 @@ def test_export_modes_run_only_when_named():
   assert {(r.backend, r.mode, r.check) for r in named.rows if r.backend != "numpy"} == {
       ("jax", "export", c) for c in ("forward", "vjp", "round_trip", "skipped",
                                      "second_order")}
+
+
+def test_large_exact_ops_get_second_order_in_full():
+  """positive_matmul beyond SECOND_ORDER_FULL_LIMIT: the gradient of <vjp(g), v> comes in
+  full from two reference backwards (its Hessian blocks couple x and w), equal to JAX's
+  forward-over-reverse; a result wrong in one element, or scaled, fails."""
+  rng = np.random.default_rng(1)
+  x, w = rng.standard_normal((60, 40)), rng.standard_normal((50, 40))
+  assert x.size + w.size > higher_order.SECOND_ORDER_FULL_LIMIT
+  op, g = cg.get("positive_matmul"), [rng.standard_normal((60, 50))]
+  v = [rng.standard_normal(x.shape), rng.standard_normal(w.shape)]
+  second = higher_order.reference_second_order(op, {}, [x, w], g, v, rng)
+  assert second.dual is None and second.how.startswith("Hessian-vector")
+  with jax.enable_x64(True):
+    def phi(a, b):
+      _, vjp_fn = jax.vjp(cg.jax.get(op), a, b)
+      da, db = vjp_fn(g[0])
+      return (da * v[0]).sum() + (db * v[1]).sum()
+    want = [np.asarray(t) for t in jax.grad(phi, argnums=(0, 1))(x, w)]
+  names, dtypes = ["dx", "dw"], ["float64", "float64"]
+  err, _ = second.error(want, dtypes, names)
+  assert err < 1e-6, err
+  one_off = [want[0], want[1].copy()]
+  one_off[1][7, 3] += 1e-3 * np.abs(want[1]).max()
+  assert second.error(one_off, dtypes, names)[0] > 1e-4
+  assert second.error([a * 1.01 for a in want], dtypes, names)[0] > 1e-4

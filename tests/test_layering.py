@@ -79,6 +79,7 @@ def test_the_graph_was_read():
     ("registry", set()),
     ("backends", {"registry"}),
     ("checker", {"registry", "backends"}),
+    ("distributed", {"registry"}),
 ])
 def test_allowed_directions(package, allowed):
   assert GRAPH[package] <= allowed, f"{package} imports {sorted(GRAPH[package] - allowed)}"

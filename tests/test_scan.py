@@ -40,6 +40,23 @@ EXPECTED = {
     "legacy_port_check.py": [],
     "legacy_diverging.py": [],
     "keras_planted_op.py": [],  # tests/test_keras.py's fixture: no TF1 override in it.
+    # The upgrade's fixtures (tests/test_tf1_upgrade.py).
+    "upgrade_py_funcs.py": [(18, "RegisterGradient"), (19, "gradient_override_map"),
+                            (20, "py_func under override"), (25, "RegisterGradient"),
+                            (27, "gradient_override_map"), (28, "py_func under override"),
+                            (34, "RegisterGradient"), (35, "gradient_override_map"),
+                            (37, "py_func under override"), (58, "py_func with grad"),
+                            (62, "helper with grad"), (71, "py_func with grad"),
+                            (82, "RegisterGradient"), (86, "gradient_override_map"),
+                            (87, "py_func under override")],
+    "upgrade_registered.py": [(10, "RegisterGradient"), (15, "RegisterGradient"),
+                              (21, "gradient_override_map"), (22, "py_func under override"),
+                              (27, "op type override"), (35, "Defun python_grad_func"),
+                              (49, "RegisterGradient"), (54, "op type override"),
+                              (63, "RegisterGradient"), (77, "op type override")],
+    "upgrade_left.py": [(9, "gradient_override_map"), (14, "gradient_override_map"),
+                        (19, "gradient_override_map"), (20, "py_func under override"),
+                        (27, "Defun python_grad_func")],
 }
 
 

@@ -445,6 +445,7 @@ def port(name: str, forward: Callable[..., Any] | str, grad: Callable[..., Any] 
   label = forward.name if kind == "op_type" else legacy.qualname(forward)
   _check_grad(name, grad)
   _check_options(name, kind, stateful, jax_backward)
+  _check_gradient(name, gradient)
   if kind == "op_type":
     names, params, num_outputs = tuple(input_names or forward.inputs), forward.params, 1
     sample = sample or (lambda rng: tuple(rng.standard_normal((3, 4)) for _ in names))
@@ -485,6 +486,21 @@ def _check_options(name: str, kind: str, stateful: bool, jax_backward: str) -> N
   if jax_backward not in JAX_BACKWARDS:
     raise CrossgradError("unknown jax_backward", op=name, argument="jax_backward",
                          expected=" or ".join(JAX_BACKWARDS), actual=repr(jax_backward))
+
+
+def _check_gradient(name: str, gradient: str | None) -> None:
+  """A port has no surrogate: its legacy gradient is the specification. Ports written
+  with ``gradient="surrogate"`` (accepted before a surrogate was required) need "declared"."""
+  if gradient == "surrogate":
+    raise CrossgradError(
+        "a port cannot declare gradient='surrogate': it has no surrogate function, its legacy "
+        "gradient is the specification", op=name, argument="gradient",
+        expected="'declared' (the legacy gradient is no derivative of the forward: a "
+                 "straight-through estimator, guided backprop) or 'exact' (it is one)",
+        actual="'surrogate'",
+        hint=f"Write tf1.port({name!r}, ..., gradient=\"declared\"); the cross-check then "
+             "compares the TF, JAX and NumPy versions with each other, and crossgrad-port-check "
+             "compares them with the tf.compat.v1 graph")
 
 
 def _forward_function(impl: _Port, names: Sequence[str], params: dict) -> Callable[..., Any]:

@@ -3,6 +3,7 @@
 import math
 
 import tensorflow as tf
+from tensorflow.python.ops import control_flow_util  # pylint: disable=g-direct-tensorflow-import
 
 from crossgrad.backends.tensorflow_array_api import _complex
 from crossgrad.backends.tensorflow_array_api._dtypes import (
@@ -150,9 +151,18 @@ def sign(x, /):
   if x.dtype in _UNSIGNED or x.dtype == bool:
     return tf.cast(tf.not_equal(x, tf.zeros([], x.dtype)), x.dtype)
   s = tf.math.sign(x)
-  if _is_float(x):  # +0 for both zeros (XLA keeps -0).
+  # TF's kernels give the standard's answer alone (NaN for NaN, +0 for both zeros); XLA's
+  # Sign keeps -0, so under XLA (where the select fuses away) zeros are made +0.
+  if _is_float(x) and _in_xla():
     s = tf.where(tf.equal(x, 0), tf.zeros_like(x), s)
   return s
+
+
+def _in_xla() -> bool:
+  """Tracing for XLA (``tf.function(jit_compile=True)``, also nested): TensorFlow's own
+  gradients ask the same (``array_grad``, ``cond_v2``)."""
+  return not tf.executing_eagerly() and control_flow_util.GraphOrParentsInXlaContext(
+      tf.compat.v1.get_default_graph())
 
 
 def signbit(x, /):

@@ -1,0 +1,71 @@
+"""Compile caches across runs, under one crossgrad cache directory.
+
+A second cross-check on the same machine compiles (almost) nothing: JAX keeps its
+compiled executables in its persistent compilation cache, PyTorch keeps Inductor's FX
+graphs and AOTAutograd's forward/backward graphs (the ``torch.compile`` rows). Each
+backend with a cache (`protocol.CompileCache`) keeps it in its own folder, ``<dir>/jax``,
+``<dir>/torch``. TensorFlow has none here: its graphs are traced once per run
+(`base.compiled`), tracing is most of its cost, and its XLA persistent cache
+(``TF_XLA_FLAGS=--tf_xla_persistent_cache_directory``) logs an error on every load on
+common x86 CPUs (openxla/xla#44565) for a fraction of a second saved per op.
+
+The directory (`directory`): ``$CROSSGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/crossgrad``,
+else ``~/.cache/crossgrad``. The frameworks' cache settings are process-wide, so, like
+`cpu_devices`, `configure` is an explicit choice of the caller: ``python -m crossgrad.check``
+makes it (``--cache_dir``, ``--nocompile_cache``); importing crossgrad or calling
+`crossgrad.cross_check` never does.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, Sequence
+
+from crossgrad.backends import base, protocol
+
+ENV = "CROSSGRAD_CACHE_DIR"
+
+
+def directory(environ: Mapping[str, str] | None = None) -> str:
+  """The crossgrad cache directory: ``$CROSSGRAD_CACHE_DIR``, else
+  ``$XDG_CACHE_HOME/crossgrad`` (an absolute ``XDG_CACHE_HOME`` only, as the XDG Base
+  Directory spec says), else ``~/.cache/crossgrad``."""
+  environ = os.environ if environ is None else environ
+  if environ.get(ENV):
+    return os.path.abspath(os.path.expanduser(environ[ENV]))
+  xdg = environ.get("XDG_CACHE_HOME", "")
+  if not os.path.isabs(xdg):
+    home = environ.get("HOME") or os.path.expanduser("~")
+    xdg = os.path.join(home, ".cache")
+  return os.path.join(xdg, "crossgrad")
+
+
+def configure(path: str, backends: Sequence[str]) -> dict[str, str]:
+  """Turns on the compile caches of the named backends that have one, each in
+  ``<path>/<backend>``; returns ``{backend: its folder}``. Process-wide and explicit:
+  call it before the frameworks compile anything."""
+  folders = {}
+  for name in backends:
+    backend = base.load(name)
+    if isinstance(backend, protocol.CompileCache):
+      folders[name] = os.path.join(os.path.abspath(path), name)
+      os.makedirs(folders[name], exist_ok=True)
+      backend.enable_compile_cache(folders[name])
+  return folders
+
+
+def stats(backends: Sequence[str]) -> dict[str, dict[str, int]]:
+  """``{backend: {"hits": n, "misses": n}}`` of this process so far, for the backends
+  whose cache `configure` turned on."""
+  out = {}
+  for name in backends:
+    backend = base.load(name)
+    if isinstance(backend, protocol.CompileCache) and backend.compile_cache_stats():
+      out[name] = backend.compile_cache_stats()
+  return out
+
+
+def summary(path: str, counts: Mapping[str, Mapping[str, int]]) -> str:
+  """One line for the report's end: where the caches are and how often they hit."""
+  parts = [f"{name} {c['hits']} hits, {c['misses']} misses" for name, c in counts.items()]
+  return f"[crossgrad] compile cache {path}: " + ("; ".join(parts) or "nothing compiled")
