@@ -199,6 +199,7 @@ def _unsigned_sums(f):
   (uint64, where torch gives int64), computed in int64 where torch has no kernel: the bits
   wrap alike."""
 
+  @functools.wraps(f)  # f's signature (inspect.signature follows __wrapped__).
   def call(x, /, *, dtype=None, **kwargs):
     if dtype is None and x.dtype in _UNSIGNED:
       dtype = torch.uint64
@@ -208,8 +209,6 @@ def _unsigned_sums(f):
     out = f(wide, dtype=torch.int64, **kwargs)
     return out.view(torch.uint64) if dtype == torch.uint64 else out.to(dtype or x.dtype)
 
-  call.__name__ = call.__qualname__ = f.__name__
-  call.__doc__ = f.__doc__
   return call
 
 
