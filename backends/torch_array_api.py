@@ -12,7 +12,8 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
   that dtype (so ``maximum(0.5, x)`` and ``logaddexp(x, 0.0)`` work in every mode).
 - ``remainder`` of floats: a zero result has ``x2``'s sign, as Python's ``%``;
   ``floor_divide`` with an infinite operand: ``floor(x1 / x2)`` (torch's gives NaN and -1).
-- complex ``expm1``, ``log1p`` and ``acos``: the standard's values at infinities and zeros.
+- complex ``expm1``, ``log1p``, ``tanh`` and ``acos``: the standard's values at infinities and
+  zeros.
 - ``sign``: NaN stays NaN (``maximum`` with ``min(x, -1)``, no mask), complex ``x / |x|``
   with ``sign(0) = 0`` by ``where`` (array_api_compat assigns through a boolean mask, which
   vmap refuses and which is slow).
@@ -139,7 +140,8 @@ def expm1(x, /):
   has the standard's special values, and subtracting 1 keeps them)."""
   if not x.dtype.is_complex:
     return torch.expm1(x)
-  return torch.where(torch.isfinite(x), torch.expm1(x), torch.exp(x) - 1)
+  out = torch.where(torch.isfinite(x), torch.expm1(x), torch.exp(x) - 1)
+  return torch.where(x == 0, torch.complex(torch.zeros_like(x.real), x.imag), out)  # +0 + 0j.
 
 
 def log1p(x, /):
@@ -147,6 +149,16 @@ def log1p(x, /):
   if not x.dtype.is_complex:
     return torch.log1p(x)
   return torch.where(torch.isinf(x), torch.log(1 + x), torch.log1p(x))
+
+
+def tanh(x, /):
+  """Complex: ``tanh(+-inf + yj)`` is ``+-1 + 0j`` (imaginary part signed as y) for finite y,
+  as the standard says (torch's vectorised kernel signs it as sin(2y))."""
+  out = torch.tanh(x)
+  if not x.dtype.is_complex:
+    return out
+  limit = torch.isinf(x.real) & torch.isfinite(x.imag)
+  return torch.where(limit, torch.complex(torch.sign(x.real), 0 * torch.sign(x.imag)), out)
 
 
 def acos(x, /):
@@ -304,6 +316,7 @@ def __array_namespace_info__():  # pylint: disable=invalid-name
 FIXES = {
     "__array_namespace_info__": __array_namespace_info__, "remainder": remainder,
     "floor_divide": floor_divide, "expm1": expm1, "log1p": log1p, "acos": acos,
+    "tanh": tanh,
     "finfo": finfo, "iinfo": iinfo,
     "result_type": result_type, "sign": sign, "take_along_axis": take_along_axis,
     "searchsorted": searchsorted, "repeat": repeat, "squeeze": squeeze, "asarray": asarray,

@@ -152,10 +152,13 @@ def test_complex_special_values(mode):
   cases = {
       "expm1": [(complex(inf, 0.0), complex(inf, 0.0)), (complex(-inf, inf), complex(-1.0, 0.0)),
                 (complex(-inf, nan), complex(-1.0, 0.0)), (complex(nan, 0.0), complex(nan, 0.0)),
-                (complex(inf, nan), complex(inf, nan)), (1e-10 + 0j, math.expm1(1e-10) + 0j)],
+                (complex(inf, nan), complex(inf, nan)), (1e-10 + 0j, math.expm1(1e-10) + 0j),
+                (complex(-0.0, 0.0), 0j)],
       "log1p": [(complex(inf, nan), complex(inf, nan)), (complex(nan, inf), complex(inf, nan)),
                 (complex(-inf, 1.0), complex(inf, math.pi)), (1e-10 + 0j, math.log1p(1e-10) + 0j)],
       "acos": [(0j, complex(math.pi / 2, -0.0)), (complex(-0.0, -0.0), complex(math.pi / 2, 0.0))],
+      "tanh": [(complex(inf, 2.0), 1 + 0j), (complex(-inf, -2.0), complex(-1.0, -0.0)),
+               (complex(inf, 1.0), 1 + 0j)],
   }
   for name, pairs in cases.items():
     z = torch.tensor([p[0] for p in pairs], dtype=torch.complex128)
