@@ -22,6 +22,8 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
 - ``result_type`` of two integer dtypes: the standard's table also for uint16/32/64.
 - ``sum``, ``prod``, ``cumulative_prod`` of unsigned integers: uint64 (torch gives int64, and
   has no uint16/32/64 kernels: those reduce in int64, whose bits wrap alike).
+- ``matmul``, ``vecdot``, ``tensordot`` of integers: the standard's promotion, in int64 where
+  torch has no uint16/32/64 kernel or no promotion of the pair.
 - ``var``, ``std``: a fractional ``correction`` too.
 - ``squeeze`` without sorting its axes, ``asarray`` of a list holding tensors by stacking
   (both break ``torch.compile``), ``meshgrid`` and ``broadcast_arrays`` returning lists.
@@ -224,6 +226,28 @@ def _unsigned_sums(f):
   return call
 
 
+def _carried(t: torch.Tensor) -> torch.Tensor:
+  return t.view(torch.int64) if t.dtype == torch.uint64 else t.to(torch.int64)
+
+
+def _integer_products(f):
+  """``f`` (matmul, vecdot, tensordot) of integer arrays by the standard's promotion, in int64
+  where torch has no kernel for the result (uint16/32/64) or cannot promote the pair: the bits
+  of sums of products wrap alike."""
+
+  @functools.wraps(f)
+  def call(x1, x2, /, **kwargs):
+    dtypes = (x1.dtype, x2.dtype)
+    if any(_kind(d) not in (bool, int) for d in dtypes) or (
+        x1.dtype == x2.dtype and x1.dtype not in _NO_KERNELS):
+      return f(x1, x2, **kwargs)
+    out = _promote(*dtypes)
+    result = f(_carried(x1), _carried(x2), **kwargs)
+    return result.view(torch.uint64) if out == torch.uint64 else result.to(out)
+
+  return call
+
+
 def _fractional_correction(f, root):
   """``f`` (var or std) also for a fractional ``correction`` (array_api_compat raises)."""
 
@@ -325,6 +349,8 @@ FIXES = {
     "std": _fractional_correction(compat.std, root=True),
     **{name: _unsigned_sums(getattr(compat, name))
        for name in ("sum", "prod", "cumulative_prod")},
+    **{name: _integer_products(getattr(compat, name))
+       for name in ("matmul", "vecdot", "tensordot")},
     **{name: _binary(getattr(compat, name)) for name in BINARY
        if name not in ("remainder", "floor_divide")},
 }

@@ -167,3 +167,16 @@ def test_complex_special_values(mode):
       for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
         assert (math.isnan(gp) and math.isnan(wp)) or (
             gp == wp and math.copysign(1, gp) == math.copysign(1, wp)), (name, g, w)
+
+
+def test_integer_products_of_any_integer_dtypes():
+  """torch has no uint16/32/64 matmul kernels and no promotion of uint64 with uint8."""
+  a = np.array([[3, 250], [7, 1]], np.uint64)
+  b = np.array([[2, 9], [4, 200]], np.uint8)
+  for x, y in ((a, b), (a.astype(np.uint16), a.astype(np.uint16)), (b, b.astype(np.int16))):
+    tx, ty = (torch.from_numpy(v.astype(np.int64)).to(getattr(torch, v.dtype.name))
+              for v in (x, y))
+    for name, kwargs in (("matmul", {}), ("vecdot", {}), ("tensordot", {"axes": 1})):
+      out, expected = getattr(xp, name)(tx, ty, **kwargs), getattr(nxp, name)(x, y, **kwargs)
+      assert out.dtype == getattr(torch, expected.dtype.name), (name, x.dtype, y.dtype)
+      np.testing.assert_array_equal(out.to(torch.int64).numpy(), expected.astype(np.int64))
