@@ -109,7 +109,8 @@ def test_fixed_names_and_tf1_names_upgrade(upgraded):
   assert_same(eager_vjp(new.abs_ste, [X], G),
               (np.abs(X), [G * (np.abs(X) <= 1) * np.sign(np.abs(X))]))
   source = (upgraded[0] / "upgrade_registered.py").read_text()
-  assert "tf.compat.v1.get_default_graph()" in source and "tf.get_default_graph" not in source
+  assert "tf.compat.v1.placeholder(" in source and "tf.placeholder" not in source
+  assert "get_default_graph" not in source  # Its variables served only the override maps.
 
 
 def test_gradient_reversal_and_guided_backprop_on_an_imported_graph(upgraded):
@@ -223,3 +224,17 @@ def test_a_surrogate_port_is_told_to_declare_its_gradient():
   assert "argument 'gradient'" in str(raised.value) or "gradient:" in str(raised.value)
   assert tf1.port("old_ste", "Sign", "Identity", gradient="declared",
                   register=False).gradient == "declared"
+
+
+def test_a_multi_line_py_func_keeps_one_argument_a_line(tmp_path):
+  path = tmp_path / "helper.py"
+  path.write_text(
+      "import tensorflow.compat.v1 as tf\n\n\ndef helper(func, inp, Tout, grad):\n"
+      "  name = 'G%d' % id(func)\n  tf.RegisterGradient(name)(grad)\n"
+      "  with tf.name_scope('x'), tf.get_default_graph().gradient_override_map(\n"
+      "      {'PyFunc': name}):\n    out = tf.py_func(\n        func,\n        inp,\n"
+      "        Tout,\n    )\n  return out\n")
+  result = files.upgrade_file(str(path))
+  assert result.source.endswith(
+      "  with tf.name_scope('x'):\n    out = tf1.py_func(\n        func,\n        inp,\n"
+      "        Tout,\n        grad=grad,\n    )\n  return out\n")

@@ -62,8 +62,13 @@ def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> list[c
   """``call``'s arguments and ``name=value`` after them."""
   equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                           whitespace_after=cst.SimpleWhitespace(""))
-  args = list(call.args)  # A trailing comma (and its line break) stays before name=.
-  return args + [cst.Arg(value=value, keyword=cst.Name(name), equal=equal)]
+  args, new = list(call.args), cst.Arg(value=value, keyword=cst.Name(name), equal=equal)
+  if args and isinstance(args[-1].comma, cst.Comma):  # A trailing comma: one arg a line.
+    between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else \
+        cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    new = new.with_changes(comma=args[-1].comma)
+    args[-1] = args[-1].with_changes(comma=between)
+  return args + [new]
 
 
 def tf1_attr(alias: str, name: str) -> cst.Attribute:

@@ -13,7 +13,7 @@ from crossgrad.tf1.op_types import OP_TYPES
 from crossgrad.tf1.upgrade.report import FileResult
 
 _HOST_NAMES = frozenset({"np", "numpy", "math"})
-_HEADER = '''"""crossgrad ports of the TF1 gradient overrides in {file}, written by crossgrad-upgrade --port.
+_HEADER = '''"""crossgrad ports of the TF1 gradient overrides in {file} (crossgrad-upgrade --port).
 
 A legacy gradient is its own specification (gradient="declared"): the cross-check compares
 the TF, JAX and NumPy versions with each other, and crossgrad-port-check compares a py_func

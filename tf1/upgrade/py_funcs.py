@@ -53,8 +53,8 @@ def _registration(node: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
 def _decorator_keys(fn: cst.FunctionDef) -> list[tuple[str, cst.Decorator]]:
   """(key code, decorator) of ``@RegisterGradient(key)`` on ``fn``."""
   return [(names.code(d.decorator.args[0].value), d) for d in fn.decorators
-          if isinstance(d.decorator, cst.Call) and names.last_name(d.decorator) == "RegisterGradient"
-          and len(d.decorator.args) == 1]
+          if isinstance(d.decorator, cst.Call) and len(d.decorator.args) == 1
+          and names.last_name(d.decorator) == "RegisterGradient"]
 
 
 def module_registrations(module: cst.Module) -> dict[str, Registration]:
@@ -217,9 +217,10 @@ class _Rewriter(cst.CSTTransformer):
     return updated
 
 
-def _assigns(fn: cst.FunctionDef, name: str) -> list[str]:
-  """Code of ``fn``'s own statements ``name = ...`` (one target)."""
-  target = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(target=m.Name(name))])])
+def _assigns(fn: cst.FunctionDef, name: str, value: m.BaseMatcherNode) -> list[str]:
+  """Code of ``fn``'s own statements ``name = <value>`` (one target)."""
+  target = m.SimpleStatementLine(body=[m.Assign(
+      targets=[m.AssignTarget(target=m.Name(name))], value=value)])
   return [names.code(s) for s in m.findall(fn.body, target)]
 
 
@@ -230,14 +231,29 @@ class _Drop(cst.CSTTransformer):
   def leave_SimpleStatementLine(self, original, updated):
     return cst.RemoveFromParent() if names.code(original) in self.codes else updated
 
+  def leave_IndentedBlock(self, original, updated):
+    """A block's new first statement loses the blank lines it had after the one dropped."""
+    if not updated.body or updated.body[0] is original.body[0]:
+      return updated
+    first = updated.body[0]
+    lines = [line for line in first.leading_lines if line.comment is not None]
+    return updated.with_changes(body=[first.with_changes(leading_lines=lines),
+                                      *updated.body[1:]])
+
+
+def drop_unused(fn: cst.FunctionDef, variables, value: m.BaseMatcherNode = m.DoNotCare()
+                ) -> cst.FunctionDef:
+  """``fn`` without its assignments ``v = <value>`` of the ``variables`` nothing reads."""
+  drop = set()
+  for name in set(variables):
+    assigns = _assigns(fn, name, value)
+    if assigns and len(m.findall(fn.body, m.Name(name))) == len(assigns):
+      drop |= set(assigns)
+  return fn.visit(_Drop(drop)) if drop else fn
+
 
 def apply(fn: cst.FunctionDef, blocks: list[Block], alias: str) -> cst.FunctionDef:
   """``fn`` with ``blocks`` rewritten, and the random name and graph variables they used
   gone where nothing else reads them."""
   fn = fn.visit(_Rewriter(fn, blocks, alias))
-  drop = set()
-  for name in {n for b in blocks for n in b.cleanup}:
-    assigns = _assigns(fn, name)
-    if assigns and len(m.findall(fn.body, m.Name(name))) == len(assigns):
-      drop |= set(assigns)
-  return fn.visit(_Drop(drop)) if drop else fn
+  return drop_unused(fn, {n for b in blocks for n in b.cleanup})

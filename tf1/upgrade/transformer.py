@@ -13,6 +13,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from crossgrad.tf1.upgrade import compat_names
 from crossgrad.tf1.upgrade import defuns
+from crossgrad.tf1.upgrade import names
 from crossgrad.tf1.upgrade import override_maps
 from crossgrad.tf1.upgrade import py_funcs
 from crossgrad.tf1.upgrade.report import CHANGED, Entry, LEFT
@@ -35,8 +36,12 @@ class _Renamer(cst.CSTTransformer):
       self.entries.append(Entry(self.path, line, LEFT, f"{name}: in neither TF2 nor "
                                 "tf.compat.v1 (tf_upgrade_v2 lists its replacement)"))
       return updated
-    self.entries.append(Entry(self.path, line, CHANGED, f"{name} -> {compat_names.names.code(new)}"))
+    self.entries.append(Entry(self.path, line, CHANGED, f"{name} -> {names.code(new)}"))
     return new
+
+
+_GRAPH_GETTER = m.Call(func=m.Attribute(attr=m.Name("get_default_graph")) | m.Name(
+    "get_default_graph"))
 
 
 class _Idioms(cst.CSTTransformer):
@@ -48,6 +53,7 @@ class _Idioms(cst.CSTTransformer):
     self.entries: list[Entry] = []
     self.helpers: set[str] = set()  # Functions whose py_func blocks were rewritten.
     self._plans: dict[int, list[py_funcs.Block]] = {}
+    self._graphs: set[str] = set()  # Variables the rewritten override maps were called on.
     self.used = False
 
   def line(self, node: cst.CSTNode) -> int:
@@ -61,11 +67,12 @@ class _Idioms(cst.CSTTransformer):
 
   def leave_FunctionDef(self, original, updated):
     blocks = self._plans.pop(id(original), None)
-    if not blocks:
-      return updated
-    self.used = True
-    self.helpers.add(original.name.value)
-    return py_funcs.apply(updated, blocks, self.alias)
+    if blocks:
+      self.used = True
+      self.helpers.add(original.name.value)
+      updated = py_funcs.apply(updated, blocks, self.alias)
+    # `g = tf.get_default_graph()` that only served a rewritten override map goes.
+    return py_funcs.drop_unused(updated, self._graphs, _GRAPH_GETTER)
 
   def leave_Call(self, original, updated):
     if override_maps.is_override(updated):
@@ -80,6 +87,8 @@ class _Idioms(cst.CSTTransformer):
     if new is None:
       return updated
     self.used = True
+    if isinstance(updated.func, cst.Attribute) and isinstance(updated.func.value, cst.Name):
+      self._graphs.add(updated.func.value.value)
     return new
 
 
