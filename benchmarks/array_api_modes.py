@@ -23,6 +23,7 @@ import importlib
 import os
 import struct
 import sys
+import types
 from typing import Any, Callable, Sequence
 
 from crossgrad.registry import namespace as names
@@ -152,7 +153,7 @@ def _compiled_call(backend: _Backend, cache: dict, fn, *args, **kwargs):
   if key not in cache:
     # The skeleton is a closure, not a default argument: tf.function reads defaults as
     # inputs and turns a Python complex NaN such as -0 + NaN j into NaN + 0j.
-    cache[key] = backend.compile(_joining(fn, skeleton))
+    cache[key] = backend.compile(_fresh_code(_joining(fn, skeleton), len(cache)))
   return cache[key](*arrays)
 
 
@@ -168,6 +169,14 @@ def _float_bits(tree: Any) -> tuple:
   if type(tree) is dict:
     return tuple(b for v in tree.values() for b in _float_bits(v))
   return ()
+
+
+def _fresh_code(body: Callable, n: int) -> Callable:
+  """``body`` with a code object of its own: Dynamo caches by code object and guards a
+  closure's floats by ``==``, so -0.0 would reuse the trace made for 0.0."""
+  code = body.__code__.replace(co_name=f"call_{n}")
+  return types.FunctionType(code, body.__globals__, code.co_name, body.__defaults__,
+                            body.__closure__)
 
 
 def _joining(fn, skeleton):

@@ -46,11 +46,12 @@ def test_calls_from_the_suite_run_in_the_mode(backend, mode):
   assert inspect.signature(xp.sum) == inspect.signature(getattr(cg, backend).xp.sum)
 
 
-def test_compiled_calls_tell_negative_nan_and_zero_apart():
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_compiled_calls_tell_negative_nan_and_zero_apart(backend):
   """Python floats are constants of a compiled call: -NaN and -0.0 get their own traces."""
-  xp = array_api_modes.namespace("jax", "jit")
+  xp = array_api_modes.namespace(backend, "jit" if backend == "jax" else "compile")
   module = types.ModuleType("array_api_tests.test_fake_floats")
   exec(compile("def call(xp, v):\n  return xp.asarray(v)\n", "f", "exec"),  # pylint: disable=exec-used
        module.__dict__)
-  for value in (math.nan, -math.nan, 0.0, -0.0):
+  for value in (0.0, -0.0, math.nan, -math.nan):
     assert np.signbit(np.asarray(module.call(xp, value))) == np.signbit(value), value
