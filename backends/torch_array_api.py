@@ -254,6 +254,9 @@ def _fractional_correction(f, root):
   def call(x, /, *, axis=None, correction=0.0, keepdims=False):
     if float(correction).is_integer():
       return f(x, axis=axis, correction=int(correction), keepdims=keepdims)
+    if axis == ():  # No axis reduced: one value each (torch reads dim=() as every axis).
+      out = torch.abs(x - x) ** 2 / (1 - correction)
+      return torch.sqrt(out) if root else out
     dims = tuple(range(x.ndim)) if axis is None else axis
     mean = torch.mean(x, dim=dims, keepdim=True)
     n = x.numel() // max(mean.numel(), 1) if x.ndim else 1

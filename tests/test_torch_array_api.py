@@ -117,6 +117,7 @@ def test_squeeze_asarray_and_fractional_correction(mode):
       out = _modes(lambda a, n=name, c=correction: getattr(xp, n)(a, axis=1, correction=c))
       np.testing.assert_allclose(out[mode](t).numpy(),
                                  getattr(np, name)(x, axis=1, ddof=correction), rtol=1e-12)
+  assert xp.var(t, axis=(), correction=0.5).shape == t.shape  # No axis reduced.
   with pytest.raises(ValueError, match="equal to 1"):
     xp.squeeze(t, axis=1)
 
