@@ -31,13 +31,13 @@ import tempfile
 import time
 from typing import Sequence
 
-from absl import app
 from absl import flags
 import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
 from crossgrad.checker import finite_diff
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -310,4 +310,4 @@ def main(argv) -> int:
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

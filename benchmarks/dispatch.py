@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from absl import app
 from absl import flags
 import jax
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten, overhead, timing
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -100,4 +100,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

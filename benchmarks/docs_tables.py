@@ -23,8 +23,9 @@ import re
 import sys
 from typing import Any
 
-from absl import app
 from absl import flags
+
+from crossgrad.checker import usage
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent
 _DOCS = _PACKAGE.parent / "docs"
@@ -284,4 +285,4 @@ def main(argv) -> int:
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

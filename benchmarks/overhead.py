@@ -26,7 +26,6 @@ import collections
 import statistics
 from typing import Any, Callable, Sequence
 
-from absl import app
 from absl import flags
 import jax
 import jax.numpy as jnp
@@ -35,6 +34,7 @@ import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten, handwritten_torch, hlo, timing, torch_overhead
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -315,4 +315,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)
