@@ -12,7 +12,8 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
   that dtype (so ``maximum(0.5, x)`` and ``logaddexp(x, 0.0)`` work in every mode).
 - ``remainder`` of floats: a zero result has ``x2``'s sign, as Python's ``%``;
   ``floor_divide`` with an infinite operand: ``floor(x1 / x2)`` (torch's gives NaN and -1).
-- complex ``expm1``, ``log1p`` and ``acos``: the standard's values at infinities and zeros.
+- complex ``expm1``, ``log1p``, ``tanh`` and ``acos``: the standard's values at infinities and
+  zeros.
 - ``sign``: NaN stays NaN (``maximum`` with ``min(x, -1)``, no mask), complex ``x / |x|``
   with ``sign(0) = 0`` by ``where`` (array_api_compat assigns through a boolean mask, which
   vmap refuses and which is slow).
@@ -21,6 +22,8 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
 - ``result_type`` of two integer dtypes: the standard's table also for uint16/32/64.
 - ``sum``, ``prod``, ``cumulative_prod`` of unsigned integers: uint64 (torch gives int64, and
   has no uint16/32/64 kernels: those reduce in int64, whose bits wrap alike).
+- ``matmul``, ``vecdot``, ``tensordot`` of integers: the standard's promotion, in int64 where
+  torch has no uint16/32/64 kernel or no promotion of the pair.
 - ``var``, ``std``: a fractional ``correction`` too.
 - ``squeeze`` without sorting its axes, ``asarray`` of a list holding tensors by stacking
   (both break ``torch.compile``), ``meshgrid`` and ``broadcast_arrays`` returning lists.
@@ -139,7 +142,8 @@ def expm1(x, /):
   has the standard's special values, and subtracting 1 keeps them)."""
   if not x.dtype.is_complex:
     return torch.expm1(x)
-  return torch.where(torch.isfinite(x), torch.expm1(x), torch.exp(x) - 1)
+  out = torch.where(torch.isfinite(x), torch.expm1(x), torch.exp(x) - 1)
+  return torch.where(x == 0, torch.complex(torch.zeros_like(x.real), x.imag), out)  # +0 + 0j.
 
 
 def log1p(x, /):
@@ -147,6 +151,16 @@ def log1p(x, /):
   if not x.dtype.is_complex:
     return torch.log1p(x)
   return torch.where(torch.isinf(x), torch.log(1 + x), torch.log1p(x))
+
+
+def tanh(x, /):
+  """Complex: ``tanh(+-inf + yj)`` is ``+-1 + 0j`` (imaginary part signed as y) for finite y,
+  as the standard says (torch's vectorised kernel signs it as sin(2y))."""
+  out = torch.tanh(x)
+  if not x.dtype.is_complex:
+    return out
+  limit = torch.isinf(x.real) & torch.isfinite(x.imag)
+  return torch.where(limit, torch.complex(torch.sign(x.real), 0 * torch.sign(x.imag)), out)
 
 
 def acos(x, /):
@@ -199,6 +213,7 @@ def _unsigned_sums(f):
   (uint64, where torch gives int64), computed in int64 where torch has no kernel: the bits
   wrap alike."""
 
+  @functools.wraps(f)  # f's signature (inspect.signature follows __wrapped__).
   def call(x, /, *, dtype=None, **kwargs):
     if dtype is None and x.dtype in _UNSIGNED:
       dtype = torch.uint64
@@ -208,8 +223,28 @@ def _unsigned_sums(f):
     out = f(wide, dtype=torch.int64, **kwargs)
     return out.view(torch.uint64) if dtype == torch.uint64 else out.to(dtype or x.dtype)
 
-  call.__name__ = call.__qualname__ = f.__name__
-  call.__doc__ = f.__doc__
+  return call
+
+
+def _carried(t: torch.Tensor) -> torch.Tensor:
+  return t.view(torch.int64) if t.dtype == torch.uint64 else t.to(torch.int64)
+
+
+def _integer_products(f):
+  """``f`` (matmul, vecdot, tensordot) of integer arrays by the standard's promotion, in int64
+  where torch has no kernel for the result (uint16/32/64) or cannot promote the pair: the bits
+  of sums of products wrap alike."""
+
+  @functools.wraps(f)
+  def call(x1, x2, /, **kwargs):
+    dtypes = (x1.dtype, x2.dtype)
+    if any(_kind(d) not in (bool, int) for d in dtypes) or (
+        x1.dtype == x2.dtype and x1.dtype not in _NO_KERNELS):
+      return f(x1, x2, **kwargs)
+    out = _promote(*dtypes)
+    result = f(_carried(x1), _carried(x2), **kwargs)
+    return result.view(torch.uint64) if out == torch.uint64 else result.to(out)
+
   return call
 
 
@@ -219,6 +254,9 @@ def _fractional_correction(f, root):
   def call(x, /, *, axis=None, correction=0.0, keepdims=False):
     if float(correction).is_integer():
       return f(x, axis=axis, correction=int(correction), keepdims=keepdims)
+    if axis == ():  # No axis reduced: one value each (torch reads dim=() as every axis).
+      out = torch.abs(x - x) ** 2 / (1 - correction)
+      return torch.sqrt(out) if root else out
     dims = tuple(range(x.ndim)) if axis is None else axis
     mean = torch.mean(x, dim=dims, keepdim=True)
     n = x.numel() // max(mean.numel(), 1) if x.ndim else 1
@@ -305,6 +343,7 @@ def __array_namespace_info__():  # pylint: disable=invalid-name
 FIXES = {
     "__array_namespace_info__": __array_namespace_info__, "remainder": remainder,
     "floor_divide": floor_divide, "expm1": expm1, "log1p": log1p, "acos": acos,
+    "tanh": tanh,
     "finfo": finfo, "iinfo": iinfo,
     "result_type": result_type, "sign": sign, "take_along_axis": take_along_axis,
     "searchsorted": searchsorted, "repeat": repeat, "squeeze": squeeze, "asarray": asarray,
@@ -313,6 +352,8 @@ FIXES = {
     "std": _fractional_correction(compat.std, root=True),
     **{name: _unsigned_sums(getattr(compat, name))
        for name in ("sum", "prod", "cumulative_prod")},
+    **{name: _integer_products(getattr(compat, name))
+       for name in ("matmul", "vecdot", "tensordot")},
     **{name: _binary(getattr(compat, name)) for name in BINARY
        if name not in ("remainder", "floor_divide")},
 }

@@ -21,7 +21,9 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import struct
 import sys
+import types
 from typing import Any, Callable, Sequence
 
 from crossgrad.registry import namespace as names
@@ -147,12 +149,34 @@ def _compiled_call(backend: _Backend, cache: dict, fn, *args, **kwargs):
   skeleton = _split((args, kwargs), backend.is_array, arrays)
   if not arrays and any(type(a) in (list, dict) for a in args):
     return fn(*args, **kwargs)  # asarray of Python data: nothing to compile.
-  key = (fn, repr(skeleton))
+  key = (fn, repr(skeleton), _float_bits(skeleton))
   if key not in cache:
     # The skeleton is a closure, not a default argument: tf.function reads defaults as
     # inputs and turns a Python complex NaN such as -0 + NaN j into NaN + 0j.
-    cache[key] = backend.compile(_joining(fn, skeleton))
+    cache[key] = backend.compile(_fresh_code(_joining(fn, skeleton), len(cache)))
   return cache[key](*arrays)
+
+
+def _float_bits(tree: Any) -> tuple:
+  """The bits of every Python float in ``tree`` (repr shows -NaN as nan: a cache key needs
+  them apart)."""
+  if type(tree) is float:
+    return (struct.pack("<d", tree),)
+  if type(tree) is complex:
+    return (struct.pack("<dd", tree.real, tree.imag),)
+  if type(tree) in (list, tuple):
+    return tuple(b for t in tree for b in _float_bits(t))
+  if type(tree) is dict:
+    return tuple(b for v in tree.values() for b in _float_bits(v))
+  return ()
+
+
+def _fresh_code(body: Callable, n: int) -> Callable:
+  """``body`` with a code object of its own: Dynamo caches by code object and guards a
+  closure's floats by ``==``, so -0.0 would reuse the trace made for 0.0."""
+  code = body.__code__.replace(co_name=f"call_{n}")
+  return types.FunctionType(code, body.__globals__, code.co_name, body.__defaults__,
+                            body.__closure__)
 
 
 def _joining(fn, skeleton):

@@ -3,6 +3,7 @@ test of the suite runs compiled or vmapped and gives NumPy's values; the suite's
 call xp as it is."""
 
 import inspect
+import math
 import types
 
 import numpy as np
@@ -43,3 +44,16 @@ def test_calls_from_the_suite_run_in_the_mode(backend, mode):
     for g, e in zip(got, expected):
       np.testing.assert_allclose(np.asarray(g), e)
   assert inspect.signature(xp.sum) == inspect.signature(getattr(cg, backend).xp.sum)
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_compiled_calls_tell_negative_nan_and_zero_apart(backend, monkeypatch):
+  """Python floats are constants of a compiled call: -NaN and -0.0 get their own traces
+  (torch through aot_eager: Inductor's generated code writes any NaN constant as +NaN)."""
+  monkeypatch.setenv(array_api_modes.COMPILE_BACKEND, "aot_eager")
+  xp = array_api_modes.namespace(backend, "jit" if backend == "jax" else "compile")
+  module = types.ModuleType("array_api_tests.test_fake_floats")
+  exec(compile("def call(xp, v):\n  return xp.asarray(v)\n", "f", "exec"),  # pylint: disable=exec-used
+       module.__dict__)
+  for value in (0.0, -0.0, math.nan, -math.nan):
+    assert np.signbit(np.asarray(module.call(xp, value))) == np.signbit(value), value

@@ -4,6 +4,7 @@ optimised HLO unchanged by the wrapper."""
 
 import collections
 import contextlib
+import inspect
 
 import numpy as np
 import pytest
@@ -168,3 +169,10 @@ def test_built_in_ops_compile_to_the_same_graph_and_hlo(op, params):
                                stage="optimized_hlo"))["signature"])
   assert compiled[True][0] == compiled[False][0]
   assert compiled[True][1] == compiled[False][1]
+
+
+def test_body_namespace_keeps_signatures():
+  """The standard's suite reads each function's signature (axis, keepdims, ...)."""
+  for name in ("sum", "asarray", "concat"):
+    assert inspect.signature(getattr(xp, name)) == inspect.signature(
+        getattr(cg.tensorflow.xp, name)), name

@@ -537,3 +537,14 @@ def test_complex_special_cases(mode, dtype):
   for name, c, g in zip(names, cases, got):
     for (z, want), value in zip(c, g):
       _same_special(complex(value), want, rtol, (name, z))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cumulative_of_small_and_unsigned_integers(mode):
+  """XLA has no cumsum/cumprod of 8/16-bit or unsigned integers; products wrap as NumPy's."""
+  u8, i16 = np.array([200, 100, 3, 0, 255], np.uint8), np.array([300, -7, 2, 9, 4], np.int16)
+  u64 = np.array([2**63, 2**63 + 5, 3], np.uint64)
+  _check(mode, lambda m, a, b, c: [
+      m.cumulative_sum(a), m.cumulative_prod(a, dtype=m.uint8), m.cumulative_sum(b),
+      m.cumulative_prod(b, dtype=m.int16), m.cumulative_sum(c), m.cumulative_prod(c)],
+         u8, i16, u64)

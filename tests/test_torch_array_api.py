@@ -117,6 +117,7 @@ def test_squeeze_asarray_and_fractional_correction(mode):
       out = _modes(lambda a, n=name, c=correction: getattr(xp, n)(a, axis=1, correction=c))
       np.testing.assert_allclose(out[mode](t).numpy(),
                                  getattr(np, name)(x, axis=1, ddof=correction), rtol=1e-12)
+  assert xp.var(t, axis=(), correction=0.5).shape == t.shape  # No axis reduced.
   with pytest.raises(ValueError, match="equal to 1"):
     xp.squeeze(t, axis=1)
 
@@ -152,10 +153,13 @@ def test_complex_special_values(mode):
   cases = {
       "expm1": [(complex(inf, 0.0), complex(inf, 0.0)), (complex(-inf, inf), complex(-1.0, 0.0)),
                 (complex(-inf, nan), complex(-1.0, 0.0)), (complex(nan, 0.0), complex(nan, 0.0)),
-                (complex(inf, nan), complex(inf, nan)), (1e-10 + 0j, math.expm1(1e-10) + 0j)],
+                (complex(inf, nan), complex(inf, nan)), (1e-10 + 0j, math.expm1(1e-10) + 0j),
+                (complex(-0.0, 0.0), 0j)],
       "log1p": [(complex(inf, nan), complex(inf, nan)), (complex(nan, inf), complex(inf, nan)),
                 (complex(-inf, 1.0), complex(inf, math.pi)), (1e-10 + 0j, math.log1p(1e-10) + 0j)],
       "acos": [(0j, complex(math.pi / 2, -0.0)), (complex(-0.0, -0.0), complex(math.pi / 2, 0.0))],
+      "tanh": [(complex(inf, 2.0), 1 + 0j), (complex(-inf, -2.0), complex(-1.0, -0.0)),
+               (complex(inf, 1.0), 1 + 0j)],
   }
   for name, pairs in cases.items():
     z = torch.tensor([p[0] for p in pairs], dtype=torch.complex128)
@@ -164,3 +168,16 @@ def test_complex_special_values(mode):
       for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
         assert (math.isnan(gp) and math.isnan(wp)) or (
             gp == wp and math.copysign(1, gp) == math.copysign(1, wp)), (name, g, w)
+
+
+def test_integer_products_of_any_integer_dtypes():
+  """torch has no uint16/32/64 matmul kernels and no promotion of uint64 with uint8."""
+  a = np.array([[3, 250], [7, 1]], np.uint64)
+  b = np.array([[2, 9], [4, 200]], np.uint8)
+  for x, y in ((a, b), (a.astype(np.uint16), a.astype(np.uint16)), (b, b.astype(np.int16))):
+    tx, ty = (torch.from_numpy(v.astype(np.int64)).to(getattr(torch, v.dtype.name))
+              for v in (x, y))
+    for name, kwargs in (("matmul", {}), ("vecdot", {}), ("tensordot", {"axes": 1})):
+      out, expected = getattr(xp, name)(tx, ty, **kwargs), getattr(nxp, name)(x, y, **kwargs)
+      assert out.dtype == getattr(torch, expected.dtype.name), (name, x.dtype, y.dtype)
+      np.testing.assert_array_equal(out.to(torch.int64).numpy(), expected.astype(np.int64))

@@ -96,7 +96,13 @@ def _cumulative(fn, identity, x, axis, dtype, include_initial):
     shape = _shape(x)
     shape[axis] = 1
     x = tf.concat([tf.fill(shape, tf.constant(identity, x.dtype)), x], axis)
-  return fn(x, axis=axis)
+  if x.dtype in (tf.int32, tf.int64) or x.dtype.is_floating or x.dtype.is_complex:
+    return fn(x, axis=axis)
+  # XLA has no cumsum/cumprod of 8/16-bit or unsigned integers: int64 carries the same bits
+  # (modular arithmetic wraps alike), bitcast for uint64.
+  if x.dtype == tf.uint64:
+    return tf.bitcast(fn(tf.bitcast(x, tf.int64), axis=axis), tf.uint64)
+  return tf.cast(fn(tf.cast(x, tf.int64), axis=axis), x.dtype)
 
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):

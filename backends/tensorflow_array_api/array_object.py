@@ -16,6 +16,7 @@ tracing: the graph holds the same TensorFlow ops.
 from __future__ import annotations
 
 import contextlib
+import functools
 import operator
 from typing import Any
 
@@ -339,10 +340,9 @@ class BodyNamespace:
 
 
 def _arrays_in_and_out(fn):
+  @functools.wraps(fn)  # fn's name, doc and signature (inspect.signature follows __wrapped__).
   def call(*args, **kwargs):
     return wrap(fn(*unwrap(args), **unwrap(kwargs)) if kwargs else fn(*unwrap(args)))
-  call.__name__ = call.__qualname__ = getattr(fn, "__name__", "call")
-  call.__doc__ = fn.__doc__
   return call
 
 
