@@ -39,6 +39,7 @@ from absl import flags
 
 from crossgrad.benchmarks import array_api_modes
 from crossgrad.benchmarks import timing
+from crossgrad.checker import usage
 
 VERSION = "2024.12"
 ARRAY_OBJECT = ("array_method", "array_attribute", "test_iop", "test_array_object",
@@ -279,4 +280,4 @@ def main(argv: Sequence[str]):
 if __name__ == "__main__":
   define_flags()
   flags.mark_flag_as_required("suite")
-  app.run(main)
+  usage.run(main)

@@ -23,9 +23,10 @@ import sys
 import time
 from typing import Callable
 
-from absl import app
 from absl import flags
 import numpy as np
+
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -206,4 +207,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

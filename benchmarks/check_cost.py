@@ -2,9 +2,6 @@ r"""What checking costs: imports, the full cross-check, and how checking one op 
 
   python -m crossgrad.benchmarks.check_cost [--quick] [--sizes=1000,1000000,16000000] [--jobs=1,2]
 
-Also each backend alone (every row) at 1K and 1M elements, and the ratio of the two: the
-check's own work should grow no faster than the op's (docs/cross-check.md).
-
 Baselines measured in the same run: `import numpy` / `import tensorflow` / `import jax`
 for the imports (fresh interpreters, interleaved); one reference forward + VJP for the
 1M-element directional check (so its cost reads in forward+backward passes); framework
@@ -31,13 +28,13 @@ import tempfile
 import time
 from typing import Sequence
 
-from absl import app
 from absl import flags
 import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
 from crossgrad.checker import finite_diff
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -310,4 +307,4 @@ def main(argv) -> int:
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from absl import app
 from absl import flags
 import jax
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten, overhead, timing
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -57,13 +57,13 @@ def settings(quick: bool) -> dict:
 def run(elements: int = ELEMENTS, ops: Sequence[str] | None = None, budget_s: float = 1.0,
         min_repeats: int = 9, json_path: str | None = None) -> dict:
   """Runs the benchmark, prints its table, writes JSON; returns the JSON payload."""
-  names = list(ops) if ops else cg.names()
+  names = overhead.op_names(ops)
   rows = []
   for name in names:
     baseline = handwritten.BASELINES.get(name)
     if baseline is None:
       continue
-    problem = overhead.Problem(baseline, elements)
+    problem = overhead.Problem(baseline, elements, modes=("tf eager", "jax eager"))
     for (framework, what), candidates in _candidates(problem, baseline).items():
       medians, repeats = timing.calibrated_medians(candidates, budget_s, min_repeats=min_repeats)
       ours, theirs = medians["crossgrad"], medians["hand-written"]
@@ -100,4 +100,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

@@ -23,8 +23,9 @@ import re
 import sys
 from typing import Any
 
-from absl import app
 from absl import flags
+
+from crossgrad.checker import usage
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent
 _DOCS = _PACKAGE.parent / "docs"
@@ -40,6 +41,14 @@ TEMPLATE: dict[str, dict[str, Any]] = {
                        "index": {"frameworks": ("framework", "setting")},
                        "hide": ("op_ms_all", "handwritten_ms_all")},
     "tf1_port_overhead": {"heading": "an op ported from TF1 against the same op as an OpDef"},
+    "overhead_ste_sign": {
+        "heading": "the sign straight-through estimator in every mode",
+        "intro": "`overhead` for `handwritten.STE_SIGN` alone (forward `xp.sign(x)`, backward "
+                 "`g * (abs(x) <= 1)`; larq's `ste_sign`), in every mode, against the same op "
+                 "written with each framework's primitives, measured interleaved in one run: "
+                 "`python -m crossgrad.benchmarks.overhead --ops=ste_sign "
+                 "--sizes=1000,1000000 --budget_s=1.5 --threads=1 "
+                 "--json=docs/benchmarks/overhead_ste_sign.json`."},
 }
 # Section headings of common keys; any other key is shown with "_" as spaces.
 SECTIONS = {"rows": "Results", "no_baseline": "Ops without a hand-written baseline"}
@@ -284,4 +293,4 @@ def main(argv) -> int:
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

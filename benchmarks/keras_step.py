@@ -18,11 +18,11 @@ import os
 import subprocess
 import sys
 
-from absl import app
 from absl import flags
 import numpy as np
 
 from crossgrad.benchmarks import timing
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 SCALE = 0.25
@@ -121,4 +121,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

@@ -26,7 +26,6 @@ import collections
 import statistics
 from typing import Any, Callable, Sequence
 
-from absl import app
 from absl import flags
 import jax
 import jax.numpy as jnp
@@ -35,6 +34,7 @@ import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten, handwritten_torch, hlo, timing, torch_overhead
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -82,6 +82,13 @@ def tf_step(fn: Callable[..., Any], diff: Sequence[int], jit_compile: bool = Fal
     return tape.gradient(loss, [args[i] for i in diff])
 
   return step if eager else tf.function(step, jit_compile=jit_compile, autograph=False)
+
+
+def op_names(ops: Sequence[str] | None = None) -> list[str]:
+  """``ops``, or every registry op and then the benchmarks' own (`handwritten.STE_SIGN`)."""
+  if ops:
+    return list(ops)
+  return cg.names() + [n for n in handwritten.BASELINES if n not in cg.names()]
 
 
 def op_of(baseline: handwritten.Baseline):
@@ -239,15 +246,19 @@ def _summary(rows: list[tuple], vjp_rows: list[tuple]) -> dict:
 
 def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s: float = 2.0,
         min_repeats: int = 15, json_path: str | None = None,
-        modes: Sequence[str] = MODES) -> dict:
+        modes: Sequence[str] = MODES, threads: int | None = None) -> dict:
   """Runs the benchmark, prints its tables, writes JSON; returns the JSON payload.
+
+  ``threads``: torch's intra-op threads (default: torch's own choice; one thread keeps
+  torch's OpenMP workers from spinning against each other on a loaded machine).
 
   The structure is compared at `HLO_SIZE` elements if that is among ``sizes``, else at
   the smallest size (when ``modes`` has the XLA modes and `tf.function`); the custom_vjp
   table needs `jax.jit` in ``modes``.
   """
-  names = list(ops) if ops else cg.names() + [n for n in handwritten.BASELINES
-                                              if n not in cg.names()]
+  if threads:
+    torch_overhead.torch.set_num_threads(threads)
+  names = op_names(ops)
   hlo_size = HLO_SIZE if HLO_SIZE in sizes else min(sizes)
   rows, structure_rows, vjp_rows = [], [], []
   missing = [n for n in names if n not in handwritten.BASELINES]
@@ -285,7 +296,8 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
   payload = {"title": "crossgrad overhead over hand-written ops",
              "settings": {"sizes": list(sizes), "budget_s": budget_s,
                           "min_repeats": min_repeats, "hlo_size": hlo_size,
-                          "modes": list(modes)},
+                          "modes": list(modes),
+                          "torch_threads": torch_overhead.torch.get_num_threads()},
              "summary": summary, "rows": [dict(zip(header, r)) for r in rows],
              "structure": [dict(zip(structure_header, r)) for r in structure_rows],
              "custom_vjp": [dict(zip(vjp_header, r)) for r in vjp_rows],
@@ -303,6 +315,7 @@ def define_flags():
   flags.DEFINE_list("ops", None, "Op names (default all).")
   flags.DEFINE_float("budget_s", None, "Seconds of timing per op, size and mode.")
   flags.DEFINE_list("modes", None, f"Modes (default all: {','.join(MODES)}).")
+  flags.DEFINE_integer("threads", None, "torch's intra-op threads (default: torch's choice).")
 
 
 def main(argv):
@@ -310,9 +323,9 @@ def main(argv):
   kwargs = settings(FLAGS.quick)
   kwargs.update({k: v for k, v in (("sizes", FLAGS.sizes), ("budget_s", FLAGS.budget_s),
                                    ("modes", FLAGS.modes)) if v})
-  run(ops=FLAGS.ops, json_path=FLAGS.json, **kwargs)
+  run(ops=FLAGS.ops, json_path=FLAGS.json, threads=FLAGS.threads, **kwargs)
 
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

@@ -21,10 +21,10 @@ import sys
 import time
 from typing import Sequence
 
-from absl import app
 from absl import flags
 
 from crossgrad.benchmarks import timing
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -131,4 +131,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

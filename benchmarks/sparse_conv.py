@@ -26,7 +26,6 @@ loops, at 8-200 ms a call, hardly notice.)
 
 from __future__ import annotations
 
-from absl import app
 from absl import flags
 import numpy as np
 
@@ -34,6 +33,7 @@ import crossgrad as cg
 from crossgrad.benchmarks import sparse_layer
 from crossgrad.benchmarks import sparse_loops
 from crossgrad.benchmarks import timing
+from crossgrad.checker import usage
 from crossgrad.sparse import rulebook
 
 
@@ -323,4 +323,4 @@ def define_flags():
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

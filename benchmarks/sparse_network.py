@@ -20,12 +20,12 @@ backward (forward+backward minus forward); and the floor, a call that only write
 
 from __future__ import annotations
 
-from absl import app
 from absl import flags
 import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
+from crossgrad.checker import usage
 from crossgrad.sparse import rulebook
 
 LAYERS = 4
@@ -189,4 +189,4 @@ def main(argv):
 
 if __name__ == "__main__":
   timing.define_common_flags("sparse_network")
-  app.run(main)
+  usage.run(main)

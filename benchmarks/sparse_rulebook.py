@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from absl import app
 from absl import flags
 import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
+from crossgrad.checker import usage
 from crossgrad.sparse import rulebook
 
 
@@ -160,4 +160,4 @@ def main(argv):
 
 if __name__ == "__main__":
   timing.define_common_flags("sparse_rulebook")
-  app.run(main)
+  usage.run(main)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
@@ -23,6 +22,7 @@ import tensorflow as tf
 import crossgrad as cg
 from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
 from crossgrad.benchmarks import handwritten, overhead, timing
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -78,4 +78,4 @@ if __name__ == "__main__":
   timing.define_ints("sizes", "Element counts (default 1000).")
   flags.DEFINE_list("ops", None, "Op names (default all with a baseline).")
   flags.DEFINE_float("budget_s", 2.0, "Seconds of timing per op and size.")
-  app.run(main)
+  usage.run(main)

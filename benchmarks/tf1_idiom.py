@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.benchmarks import overhead, timing
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -116,4 +116,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

@@ -18,12 +18,12 @@ import os
 import platform
 import time
 
-from absl import app
 from absl import flags
 import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 SIZE, REPEATS = 1000, 200
@@ -138,4 +138,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

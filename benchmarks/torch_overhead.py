@@ -19,11 +19,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
-from absl import app
 from absl import flags
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten_torch, timing
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 SIZES = (1_000_000, 16_000_000)
@@ -171,4 +171,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

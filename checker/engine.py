@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 import zlib
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -95,8 +95,28 @@ def _sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray]:
   return inputs
 
 
-def _params_label(params: dict) -> str:
+def params_label(params: dict) -> str:
+  """A parameter set as rows name it (``params``): ``k=v,...`` sorted, ``-`` for none."""
   return ",".join(f"{k}={v}" for k, v in sorted(params.items())) or "-"
+
+
+REFERENCE_UNIT = ("-", "numpy")  # (dtype, backend) of the unit of the reference's rows.
+
+
+def work_units(ops: Sequence[OpDef], dtypes: Sequence[str],
+               backends: Sequence[str]) -> list[tuple[str, str, str, str]]:
+  """The units of work of a check, ``(op, params label, dtype, backend)``, in the order it
+  runs them: per op and parameter set, the reference's (`REFERENCE_UNIT`: the sample,
+  finite-difference and per-dtype reference rows), then one per dtype and backend.
+  ``cross_check(units=...)`` runs only the units given (`crossgrad.checker.shards`)."""
+  units = []
+  for op in ops:
+    for params in op.param_sets:
+      label = params_label(op.resolve_params(params))
+      units.append((op.name, label, *REFERENCE_UNIT))
+      units += [(op.name, label, dtype, backend) for dtype in dtypes for backend in backends
+                if backend != "numpy"]
+  return units
 
 
 def _kept_for_last(compute: Callable[[list], Any]) -> Callable[[list], Any]:
@@ -124,7 +144,7 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
   """
   reference = _load("numpy")
   inputs = _cast_inputs(inputs, "float64")
-  context = RowContext(op.name, _params_label(params), "numpy", "cpu:0", "float64", "eager")
+  context = RowContext(op.name, params_label(params), "numpy", "cpu:0", "float64", "eager")
 
   def floating(outputs):  # Complex ones as pairs of reals: finite differences see R^2n.
     return [compare.as_real(o) for o in validation.as_tuple(outputs)
@@ -254,6 +274,7 @@ def cross_check(
     special: bool | str = True,
     precision: str = "highest",
     determinism: bool = False,
+    units: Collection[tuple[str, str, str, str]] | None = None,
 ) -> Report:
   """Cross-checks ops (names or `OpDef`s; default: every registered op).
 
@@ -292,6 +313,8 @@ def cross_check(
     determinism: also run every backend, device and mode a second time and compare the two
       bit for bit (``determinism`` rows: nondeterministic gradients, e.g. GPU scatter-adds).
       Off by default: it doubles the time of the forward and vjp rows.
+    units: run only these units of work (`work_units`; default all): one shard of a
+      check split across processes (`crossgrad.checker.shards`).
 
   Returns:
     A `Report`; ``report.ok`` is True only if every row passed and one checked something.
@@ -308,7 +331,7 @@ def cross_check(
   selection.check(opdefs, modules, dtypes, devices, modes)
   settings = _Settings(devices, modes, seed, progress or (lambda _: None),
                        compare.check_tolerance(tolerance), special_values.policy(special),
-                       determinism)
+                       determinism, None if units is None else frozenset(units))
   rows: list[Row] = []
   with pinned(modules, precision):
     for index, op in enumerate(opdefs, 1):
@@ -344,6 +367,11 @@ class _Settings:
   tolerance: str | float | None
   special: str | None
   determinism: bool
+  units: frozenset | None = None
+
+  def wants(self, op: OpDef, label: str, dtype: str, backend: str) -> bool:
+    """Whether this check runs the unit (`work_units`)."""
+    return self.units is None or (op.name, label, dtype, backend) in self.units
 
 
 def _op_rows(op: OpDef, counter: str, inputs, dtypes, reference, modules,
@@ -351,23 +379,27 @@ def _op_rows(op: OpDef, counter: str, inputs, dtypes, reference, modules,
   rows = []
   for params in op.param_sets:
     params = op.resolve_params(params)
-    label = _params_label(params)
-    settings.say(f"{counter} {op.name} {label}: finite differences")
+    label = params_label(params)
+    own = settings.wants(op, label, *REFERENCE_UNIT)  # The reference's rows are this run's.
+    if not own and not any(settings.wants(op, label, d, b) for d in dtypes for b in modules):
+      continue
+    settings.say(f"{counter} {op.name} {label}: " + ("finite differences" if own else "sample"))
     try:
       op_inputs = (_sample(op, settings.seed, params) if inputs is None
                    else [np.asarray(x) for x in inputs])
     except Exception as e:  # pylint: disable=broad-except
-      rows.append(RowContext(op.name, label, "numpy", "cpu:0", "-", "-").row(
-          Check.SAMPLE, note=_first_line(e)))
+      rows += [RowContext(op.name, label, "numpy", "cpu:0", "-", "-").row(
+          Check.SAMPLE, note=_first_line(e))] if own else []
       continue
-    rows.extend(finite_difference_rows(op, params, op_inputs, settings.seed))
+    rows += finite_difference_rows(op, params, op_inputs, settings.seed) if own else []
     second = _second_sample(op, settings.seed, params) if inputs is None else None
     for dtype in dtypes:
       cast = _cast_inputs(op_inputs, dtype)
       if cast is None:
-        rows.append(RowContext(op.name, label, "numpy", "cpu:0", dtype, "-").row(
+        rows += [RowContext(op.name, label, "numpy", "cpu:0", dtype, "-").row(
             Check.SKIPPED, ok=True, note=f"complex inputs: no complex dtype of {dtype}'s "
-            "precision (complex64 is checked with float32, complex128 with float64)"))
+            "precision (complex64 is checked with float32, complex128 with float64)")
+                 ] if own else []
         continue
       rows.extend(_dtype_rows(op, params, label, cast, dtype, reference, modules, settings,
                               second and _cast_inputs(second, dtype)))
@@ -412,6 +444,10 @@ class _Target:
 def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: _Settings,
                 second=None) -> list[Row]:
   rows = []
+  own = settings.wants(op, label, *REFERENCE_UNIT)
+  wanted = {name: m for name, m in modules.items() if settings.wants(op, label, dtype, name)}
+  if not own and not wanted:
+    return rows
   rng = np.random.default_rng([settings.seed, zlib.crc32(dtype.encode())])
   numpy_context = RowContext(op.name, label, "numpy", "cpu:0", dtype, "eager")
   try:
@@ -420,7 +456,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: 
     cotangent = [_random_like(rng, o) for o in ref_outputs]
     ref_cts = vjp_fn(tuple(cotangent) if isinstance(outputs, tuple) else cotangent[0])
   except Exception as e:  # pylint: disable=broad-except
-    return [numpy_context.row(Check.REFERENCE, note=_first_line(e))]
+    return [numpy_context.row(Check.REFERENCE, note=_first_line(e))] if own else rows
   bitwise = settings.tolerance == compare.BITWISE
   tolerance = compare.tolerance_for(dtype, settings.tolerance)
   strict = settings.special == "strict"
@@ -430,16 +466,16 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: 
     try:
       case = special_values.prepare(op, params, inputs, dtype, reference, settings.seed)
     except Exception as e:  # pylint: disable=broad-except
-      rows.append(numpy_context.row(
+      rows += [numpy_context.row(
           Check.SPECIAL, ok=not strict, note=("" if strict else "advisory: ")
           + "reference on special values: " + _first_line(e),
-          advisory="" if strict else "reference raises"))
+          advisory="" if strict else "reference raises")] if own else []
   higher = higher_order.Case(op, params, label, dtype, list(inputs), list(cotangent),
                              tolerance, _comparer(tolerance, bitwise), settings.seed,
                              second)
   target = _Target(op, params, list(inputs), cotangent, ref_outputs, ref_cts, case, higher,
                    tolerance, bitwise)
-  for name, module in modules.items():
+  for name, module in wanted.items():
     chosen, missing = _select_devices(module.devices(), settings.devices)
     rows.extend(numpy_context.at(backend=name, device=wanted, mode="-").row(
         Check.DEVICE, note=f"{name} has no such device (it has "

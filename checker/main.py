@@ -9,18 +9,24 @@ exits non-zero on a mismatch.
   python -m crossgrad.check --html=report.html --all_rows   # a page for a CI artifact
   python -m crossgrad.check --module=path/to/my_ops.py --tolerance=bitwise
   python -m crossgrad.check --modes=saved_model,jax2tf,export  # export round trips only
+  python -m crossgrad.check --jobs=4                  # 4 processes side by side
+  python -m crossgrad.check --num_shards=4 --shard_index=0 --json=s0.json  # 1 of 4 CI jobs
+  python -m crossgrad.check --merge=s0.json,s1.json,s2.json,s3.json --html=report.html
 
 The report: a summary grid (op and parameter set x backend and mode, worst error per
 cell), the failing rows, then with --all_rows every row.
 
 Exit status: 0 if every check passed (advisory rows, divergences at special values, pass),
-1 if one failed, 2 for a bad flag value or a
-selection that checks nothing (a one-line message on stderr).
+1 if one failed, 2 for bad usage (an unknown flag, a bad flag value, a selection that
+checks nothing, a missing or mismatched shard report: a one-line message on stderr).
+A shard exits as its rows say (a shard that checks nothing passes); --merge of all shards
+exits as one run would.
 """
 
+import json
 import sys
+import time
 
-from absl import app
 from absl import flags
 
 from crossgrad.backends import base
@@ -31,10 +37,14 @@ from crossgrad.checker import engine
 from crossgrad.checker import flag_help
 from crossgrad.checker import grid
 from crossgrad.checker import html_report
+from crossgrad.checker import jobs
 from crossgrad.checker import keras_rows
 from crossgrad.checker import quiet
 from crossgrad.checker import selection
+from crossgrad.checker import shards
 from crossgrad.checker import special_values
+from crossgrad.checker import usage
+from crossgrad.checker.report import Report
 from crossgrad.registry import op_registry
 from crossgrad.registry import ops  # pylint: disable=unused-import  # The built-in ops.
 from crossgrad.registry.errors import CrossgradError
@@ -83,6 +93,18 @@ _SEED = flags.DEFINE_integer("seed", 0, "Seed for inputs, cotangents and directi
 _ALL_ROWS = flags.DEFINE_bool("all_rows", False,
                               "After the grid and the failing rows, print every row.")
 _LIST = flags.DEFINE_bool("list", False, "List the registered ops and exit.")
+_NUM_SHARDS = flags.DEFINE_integer(
+    "num_shards", None, "Split the check into this many shards balanced by expected cost "
+    "and run one (--shard_index); default: Bazel's TEST_TOTAL_SHARDS, if set.", lower_bound=1)
+_SHARD_INDEX = flags.DEFINE_integer("shard_index", None, "The shard to run, 0 to "
+                                    "--num_shards - 1 (default: TEST_SHARD_INDEX).",
+                                    lower_bound=0)
+_MERGE = flags.DEFINE_list(
+    "merge", None, "Shard reports (--json of each shard) to merge into one report, "
+    "printed, written by --json/--html and exiting as one run would; runs nothing.")
+_JOBS = flags.DEFINE_integer(
+    "jobs", None, "Processes to run the check in side by side (shards, merged); default: "
+    "one per CPU core, fewer for a small check; 1: in this process.", lower_bound=1)
 _COMPILE_CACHE = flags.DEFINE_bool(
     "compile_cache", True, "Keep compiled programs (JAX executables, torch.compile graphs) "
     "in --cache_dir, so the next run compiles only what changed; --nocompile_cache compiles "
@@ -92,9 +114,19 @@ _CACHE_DIR = flags.DEFINE_string(
     "else $XDG_CACHE_HOME/crossgrad, else ~/.cache/crossgrad).")
 
 
-def _fail(message: str) -> int:
-  print(" ".join(message.split()), file=sys.stderr)  # One line.
-  return 2
+@flags.multi_flags_validator(["num_shards", "shard_index", "jobs", "merge"])
+def _shard_flags_agree(values) -> bool:
+  count, index, job_count, merge = (values[k] for k in ("num_shards", "shard_index", "jobs",
+                                                        "merge"))
+  if (count is None) != (index is None):
+    raise flags.ValidationError("--num_shards and --shard_index go together")
+  if count is not None and index >= count:
+    raise flags.ValidationError(f"--shard_index={index} is not below --num_shards={count}")
+  if count is not None and (job_count or 1) > 1:
+    raise flags.ValidationError("--jobs above 1 runs shards of its own, not with --num_shards")
+  if merge and (count is not None or job_count is not None):
+    raise flags.ValidationError("--merge runs nothing: no --num_shards, --shard_index, --jobs")
+  return True
 
 
 def main(argv):
@@ -108,62 +140,109 @@ def main(argv):
 
 def _check(argv) -> int:
   if len(argv) > 1:
-    return _fail(f"[crossgrad] unexpected arguments: {argv[1:]}")
+    return usage.fail(f"[crossgrad] unexpected arguments: {argv[1:]}")
+  shard = None
   try:
-    for module in _MODULE.value:
-      try:
-        selection.load_module(module)
-      except ImportError as e:
-        raise CrossgradError("cannot import the module", argument="--module",
-                             actual=f"{module!r} ({type(e).__name__}: {e})") from None
-    if _LIST.value:
-      for name in op_registry.names():
-        print(f"{name:24s} {op_registry.get(name).doc}")
-      return 0
-    ops = selection.ops(_OPS.value, flags=True)
-    if keras_rows.NAME in _BACKENDS.value:
-      keras_rows.register(_MODULE.value)
-    for name in _BACKENDS.value:
-      if name not in base.names():
-        raise selection.unknown("--backends", name, base.names())
-    if _CPU_DEVICES.value is not None:
-      cpu_devices.configure(_CPU_DEVICES.value,
-                            [b for b in _BACKENDS.value if b != "numpy"])
-    cache = (_CACHE_DIR.value or compile_cache.directory()) if _COMPILE_CACHE.value else None
-    if cache:
-      compile_cache.configure(cache, _BACKENDS.value)
-    modules = selection.backends(_BACKENDS.value, flags=True)
-    selection.check(ops, modules, _DTYPES.value, _DEVICES.value, _MODES.value, flags=True)
-    tolerance = compare.check_tolerance(_TOLERANCE.value, "--tolerance")
-    special = special_values.policy(_SPECIAL.value, "--special")
-    if _PRECISION.value not in engine.PRECISIONS:
-      raise selection.unknown("--precision", _PRECISION.value, engine.PRECISIONS)
-    report = engine.cross_check(
-        ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
-        modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
-        precision=_PRECISION.value, determinism=_DETERMINISM.value,
-        progress=lambda line: print(line, file=sys.stderr, flush=True))
+    if _MERGE.value:
+      report = shards.merge(_MERGE.value)
+    else:
+      report, shard = _run()
   except CrossgradError as e:
-    return _fail(str(e))
+    return usage.fail(str(e))
+  if isinstance(report, int):
+    return report  # --list, or jobs that could not run.
   print(grid.text_report(report, all_rows=_ALL_ROWS.value))
-  if cache:
-    print(compile_cache.summary(cache, compile_cache.stats(_BACKENDS.value)), file=sys.stderr)
   if _JSON.value:
     with open(_JSON.value, "w") as f:
-      f.write(report.to_json())
+      f.write(report.to_json() if shard is None else json.dumps(
+          {**report.to_dict(), "identity": shard}, indent=2, default=str))
   if _HTML.value:
     html_report.write(_HTML.value, report, all_rows=_ALL_ROWS.value)
+  if shard is not None:
+    return 1 if report.failures else 0  # The merged report says whether it checked any.
   if not report.checked:
-    return _fail(str(selection.nothing_to_check(
+    return usage.fail(str(selection.nothing_to_check(
         "--ops", "every row is skipped or informational (e.g. a declared gradient with "
         "--backends= empty)")))
   return 0 if report.ok else 1
 
 
+def _run() -> tuple[Report | int, dict | None]:
+  """The check's report (or an exit status) and, for a shard, its identity."""
+  for module in _MODULE.value:
+    try:
+      selection.load_module(module)
+    except ImportError as e:
+      raise CrossgradError("cannot import the module", argument="--module",
+                           actual=f"{module!r} ({type(e).__name__}: {e})") from None
+  if _LIST.value:
+    for name in op_registry.names():
+      print(f"{name:24s} {op_registry.get(name).doc}")
+    return 0, None
+  ops = selection.ops(_OPS.value, flags=True)
+  if keras_rows.NAME in _BACKENDS.value:
+    keras_rows.register(_MODULE.value)
+  for name in _BACKENDS.value:
+    if name not in base.names():
+      raise selection.unknown("--backends", name, base.names())
+  selection.check_dtypes(_DTYPES.value, flags=True)  # What needs no backend, checked here:
+  tolerance = compare.check_tolerance(_TOLERANCE.value, "--tolerance")  # once, not per job.
+  special = special_values.policy(_SPECIAL.value, "--special")
+  if _PRECISION.value not in engine.PRECISIONS:
+    raise selection.unknown("--precision", _PRECISION.value, engine.PRECISIONS)
+  units = engine.work_units(ops, _DTYPES.value, _BACKENDS.value)
+  shard = ((_SHARD_INDEX.value, _NUM_SHARDS.value) if _NUM_SHARDS.value is not None
+           else shards.from_bazel())
+  job_count = _JOBS.value or (1 if shard else jobs.default(
+      sum(backend != "numpy" for *_, backend in units)))
+  if job_count > 1 and shard:
+    raise CrossgradError("--jobs above 1 runs shards of its own, not in a Bazel test shard",
+                         argument="--jobs", actual=str(job_count))
+  if job_count > 1:
+    started = time.perf_counter()
+    verbosity = ("verbosity",) if flags.FLAGS["verbosity"].present else ()  # `quiet`.
+    report = jobs.run(job_count, jobs.flag_arguments(
+        (*shards.ROW_FLAGS, "compile_cache", "cache_dir", *verbosity)))
+    if not isinstance(report, int):
+      report.seconds = time.perf_counter() - started
+    return report, None
+  return _run_here(ops, units, shard, tolerance, special)
+
+
+def _run_here(ops, units, shard, tolerance, special) -> tuple[Report, dict | None]:
+  """The check (one shard of it with ``shard``, (index, count)) run in this process."""
+  if _CPU_DEVICES.value is not None:
+    cpu_devices.configure(_CPU_DEVICES.value,
+                          [b for b in _BACKENDS.value if b != "numpy"])
+  cache = (_CACHE_DIR.value or compile_cache.directory()) if _COMPILE_CACHE.value else None
+  if cache:
+    compile_cache.configure(cache, _BACKENDS.value)
+  modules = selection.backends(_BACKENDS.value, flags=True)
+  selection.check(ops, modules, _DTYPES.value, _DEVICES.value, _MODES.value, flags=True)
+  identity = mine = None
+  if shard is not None:
+    index, count = shard
+    by_name = {op.name: op for op in ops}
+    seconds = [shards.expected_seconds(u, by_name, modules, _MODES.value) for u in units]
+    mine = shards.plan(units, seconds, count)[index]
+    print(f"[crossgrad] shard {index} of {count}: {len(mine)} of the check's {len(units)} "
+          "units of work", file=sys.stderr)
+    identity = shards.identity(index, count, units,
+                               {name: flags.FLAGS[name].value for name in shards.ROW_FLAGS})
+  report = engine.cross_check(
+      ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
+      modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
+      precision=_PRECISION.value, determinism=_DETERMINISM.value, units=mine,
+      progress=lambda line: print(line, file=sys.stderr, flush=True))
+  if cache:
+    print(compile_cache.summary(cache, compile_cache.stats(_BACKENDS.value)), file=sys.stderr)
+  return report, identity
+
+
 def run():
   """Console-script entry point (``crossgrad-check``)."""
   flag_help.list_in_help(__name__)
-  app.run(main)
+  usage.run(main)
 
 
 if __name__ == "__main__":

@@ -189,3 +189,16 @@ class Report:
 
   def to_json(self, indent: int | None = 2) -> str:
     return json.dumps(self.to_dict(), indent=indent, default=str)
+
+  @classmethod
+  def from_dict(cls, data: dict[str, Any]) -> "Report":
+    """The report `to_dict` gave (as JSON read back: "nan", "inf" strings are floats)."""
+    names = [f.name for f in dataclasses.fields(Row)]
+    rows = []
+    for entry in data["rows"]:
+      values = {k: entry[k] for k in names if k in entry}
+      for key in ("error", "ulps"):
+        if isinstance(values.get(key), str):
+          values[key] = float(values[key])
+      rows.append(Row(**{**values, "check": Check(values["check"])}))
+    return cls(rows, data["seconds"], data["environment"])

@@ -85,10 +85,8 @@ def _device_names(modules: dict[str, Any]) -> list[str]:
   return ["all"] + platforms + found
 
 
-def check(opdefs: Sequence[OpDef], modules: dict[str, Any], dtypes: Sequence[str],
-          devices: str | Sequence[str], modes: Sequence[str] | None, *, flags: bool = False):
-  """Raises a `CrossgradError` for an unknown dtype, device or mode, or an empty selection."""
-  del opdefs  # Checked by `ops`; here for symmetry with what `cross_check` runs.
+def check_dtypes(dtypes: Sequence[str], *, flags: bool = False):
+  """Raises a `CrossgradError` for an unknown dtype, or none (no backend needed)."""
   for value in dtypes:
     if value not in DTYPES:
       raise unknown(_name("dtypes", flags), value, DTYPES)
@@ -98,6 +96,13 @@ def check(opdefs: Sequence[OpDef], modules: dict[str, Any], dtypes: Sequence[str
     raise CrossgradError("bfloat16 needs ml_dtypes (NumPy's bfloat16)",
                          argument=_name("dtypes", flags), actual="'bfloat16'",
                          hint="pip install ml_dtypes (JAX and TensorFlow install it)")
+
+
+def check(opdefs: Sequence[OpDef], modules: dict[str, Any], dtypes: Sequence[str],
+          devices: str | Sequence[str], modes: Sequence[str] | None, *, flags: bool = False):
+  """Raises a `CrossgradError` for an unknown dtype, device or mode, or an empty selection."""
+  del opdefs  # Checked by `ops`; here for symmetry with what `cross_check` runs.
+  check_dtypes(dtypes, flags=flags)
   wanted = [devices] if isinstance(devices, str) else list(devices)
   valid = _device_names(modules)
   for value in wanted:

@@ -71,7 +71,7 @@ class _Process:
       if self.on_stdout and lines is self.stdout:
         self.on_stdout(line)
 
-  def tail(self, lines: int = 6) -> str:
+  def tail(self, lines: int = 12) -> str:
     text = "".join(self.stderr[-lines:]).strip()
     return text if text else "(no stderr)"
 
@@ -109,11 +109,14 @@ def _failure(processes: list[_Process], start: float, timeout: float,
              idle_timeout: float) -> str | None:
   """The first failure seen now, as a message, or None while all is well."""
   now = time.monotonic()
-  for i, p in enumerate(processes):
-    code = p.popen.poll()
-    if code:
-      return (f"process {i} of {len(processes)} ({p.name}, pid {p.popen.pid}) "
-              f"{_exit_cause(code)}; its stderr ends:\n{p.tail()}")
+  # A process killed by a signal first: its peers then fail too, with their own errors.
+  dead = sorted((code > 0, i, p) for i, p in enumerate(processes) if (code := p.popen.poll()))
+  if dead:
+    _, i, p = dead[0]
+    for reader in p.readers:
+      reader.join(timeout=2)  # Its last words.
+    return (f"process {i} of {len(processes)} ({p.name}, pid {p.popen.pid}) "
+            f"{_exit_cause(p.popen.returncode)}; its stderr ends:\n{p.tail()}")
   running = [(p.last_output, i, p) for i, p in enumerate(processes) if p.popen.poll() is None]
   if not running:
     return None
@@ -131,8 +134,9 @@ def run(commands: Sequence[Sequence[str]], names: Sequence[str], *, timeout: flo
   """Runs the commands side by side; returns their stdouts once every one exits 0.
 
   ``names[i]`` names process ``i`` in messages; ``log(line)``, if given, hears when each
-  starts (with its pid); ``on_stdout(i, line)`` hears each line process ``i`` prints. Raises `LaunchError` on the first process that dies or hangs
-  (no output for ``idle_timeout`` s, or the run past ``timeout`` s), after killing all.
+  starts (with its pid); ``on_stdout(i, line)`` hears each line process ``i`` prints.
+  Raises `LaunchError` on the first process that dies or hangs (no output for
+  ``idle_timeout`` s, or the run past ``timeout`` s), after killing all.
   """
   processes = []
   try:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import os
 
-from absl import app
 from absl import flags
 import numpy as np
+
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -240,4 +241,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

@@ -22,9 +22,10 @@ import dataclasses
 import os
 from typing import Sequence
 
-from absl import app
 from absl import flags
 import numpy as np
+
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -305,4 +306,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

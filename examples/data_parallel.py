@@ -29,11 +29,11 @@ import json
 import sys
 
 import numpy as np
-from absl import app
 from absl import flags
 
 import crossgrad as cg
 from crossgrad.backends import cpu_devices
+from crossgrad.checker import usage
 from crossgrad.distributed import launch
 from crossgrad.examples import data_parallel_processes as processes
 
@@ -248,4 +248,4 @@ if __name__ == "__main__":
                     "Internal: run as process --process_id of a launched run.")
   flags.DEFINE_integer("process_id", 0, "Internal: this worker's index.")
   flags.DEFINE_string("ports", "", "Internal: the run's ports, comma-separated.")
-  app.run(main)
+  usage.run(main)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 
-from absl import app
 from absl import flags
 import numpy as np
+
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 NUM_TEST = 300
@@ -95,4 +96,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from absl import app
 from absl import flags
 import numpy as np
+
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -198,4 +199,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

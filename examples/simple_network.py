@@ -14,10 +14,10 @@ side by side, with the largest gap between them:
 from __future__ import annotations
 
 import numpy as np
-from absl import app
 from absl import flags
 
 import crossgrad as cg
+from crossgrad.checker import usage
 
 DATA = np.array([1.0, 2.0], np.float32)
 LABELS = np.array([0.0, 1.0], np.float32)  # The post's labels, fed as one-hot.
@@ -135,4 +135,4 @@ if __name__ == "__main__":
   # Flags are defined here, not on import, so tests can import `run` freely.
   flags.DEFINE_integer("steps", 200, "Adam steps in each framework.")
   flags.DEFINE_integer("seed", 0, "Seed of the initial values.")
-  app.run(main)
+  usage.run(main)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from absl import app
 from absl import flags
 import numpy as np
 
 import crossgrad as cg
+from crossgrad.checker import usage
 from crossgrad.sparse import rulebook
 
 SIZE, SCALE = 24, 3
@@ -220,4 +220,4 @@ if __name__ == "__main__":
   flags.DEFINE_float("lr", 0.3, "SGD learning rate (momentum 0.9).")
   flags.DEFINE_integer("seed", 0, "Seed of the initial weights and the batches.")
   flags.DEFINE_bool("short", False, "3 steps on 64 digits (the test's mode).")
-  app.run(main)
+  usage.run(main)

@@ -11,11 +11,11 @@ from central differences of the NumPy layers (the seed reports 6e-14 .. 1e-11).
 
 from __future__ import annotations
 
-from absl import app
 from absl import flags
 import numpy as np
 
 import crossgrad as cg
+from crossgrad.checker import usage
 
 SEED_DENSE = np.array([
     [[1.7, 0.7], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]],
@@ -120,4 +120,4 @@ def main(argv):
 if __name__ == "__main__":
   flags.DEFINE_bool("short", False, "Accepted for the test suite; the example is small already.")
   flags.DEFINE_integer("seed", 0, "Seed of the weights.")
-  app.run(main)
+  usage.run(main)

@@ -15,11 +15,11 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from absl import app
 from absl import flags
 
 import crossgrad as cg
 from crossgrad import tf1
+from crossgrad.checker import usage
 
 DATA = np.array([1.0, 2.0], np.float32)
 LABELS = np.array([0, 1], np.int32)  # The seed feeds them as one-hot labels.
@@ -154,4 +154,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

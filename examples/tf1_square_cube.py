@@ -15,11 +15,11 @@ seed's version, see tests/test_tf1.py).
 from __future__ import annotations
 
 import numpy as np
-from absl import app
 from absl import flags
 
 import crossgrad as cg
 from crossgrad import tf1
+from crossgrad.checker import usage
 
 X = np.array([1.0, 2.0, 3.0, 4.0], np.float32)  # sparse_cnn's x.
 
@@ -119,4 +119,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

@@ -135,7 +135,9 @@ def _torch(op, params, stacked, cots, process_id, num_processes):
   for placement in PLACEMENTS["torch"]:
     module = Shifts()
     run = (torch.nn.parallel.DistributedDataParallel(module) if num_processes > 1 else module)
-    run = torch.compile(run) if placement.endswith("compile") else run
+    if placement.endswith("compile"):
+      torch.compiler.reset()  # Each op compiles afresh: no shapes made dynamic by the last op,
+      run = torch.compile(run, dynamic=False)  # no fallback to eager at a recompile limit.
     args = [torch.tensor(a[rows]) for a in stacked]
     for i in op.diff_argnums:
       args[i].requires_grad_(True)
@@ -173,8 +175,12 @@ def _main(argv):
     for index, params in enumerate(op.param_sets):
       params = op.resolve_params(params)
       _, stacked, cots = op_batches.batch(op, params, index, PER_PROCESS * f.processes)
-      results = gradients(f.framework, op, params, stacked, cots, f.process_id,
-                          f.processes, ports)
+      try:
+        results = gradients(f.framework, op, params, stacked, cots, f.process_id,
+                            f.processes, ports)
+      except Exception as e:  # pylint: disable=broad-except  # Reported, not fatal.
+        saved[f"{op.name}|{index}|error"] = np.asarray(f"{type(e).__name__}: {e}"[:2000])
+        continue
       for placement, (inputs, weights) in results.items():
         for k, (g, w) in enumerate(zip(inputs, weights)):
           saved[f"{op.name}|{index}|{placement}|input|{k}"] = g

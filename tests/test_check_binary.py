@@ -68,10 +68,10 @@ def test_bad_flags_exit_2_with_one_line_and_no_traceback():
 
 
 def _main(capsys, **flag_values):
-  """Runs the binary's main in this process; returns (exit status, stderr lines). Without
-  compile caches (tests/test_compile_cache.py has theirs): they are process-wide settings."""
+  """Runs the binary's main in this process; returns (exit status, stderr lines)."""
   flags.FLAGS.mark_as_parsed()  # Defaults, as a command line without flags gives.
-  with flagsaver.flagsaver(**{"compile_cache": False, **flag_values}):
+  # In this process (not --jobs), writing no compile cache (nor its summary line).
+  with flagsaver.flagsaver(**{"jobs": 1, "compile_cache": False, **flag_values}):
     status = main.main(["crossgrad-check"])
   return status, [l for l in capsys.readouterr().err.splitlines() if l.startswith("[crossgrad]")]
 

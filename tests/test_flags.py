@@ -50,7 +50,7 @@ def test_the_check_sees_lazy_and_from_imports(tmp_path):
 # The binaries (`python -m crossgrad.NAME`) and the file defining each one's flags.
 BINARIES = {"check": "checker/main.py",
             **{f"{package}.{p.stem}": f"{package}/{p.name}" for package in ("tf1", "benchmarks")
-               for p in sorted((ROOT / package).glob("*.py")) if "app.run(" in p.read_text()},
+               for p in sorted((ROOT / package).glob("*.py")) if "usage.run(" in p.read_text()},
             **{f"tf1.{p.parent.name}": f"tf1/{p.parent.name}/__main__.py"  # Packages.
                for p in sorted((ROOT / "tf1").glob("*/__main__.py"))}}
 # Flags the shared definers of `crossgrad.benchmarks.timing` make.

@@ -111,9 +111,9 @@ def test_the_example_exits_1_naming_the_dead_worker():
     for line in parent.stderr:
       if line.startswith("started process"):
         pids[int(line.split()[2])] = int(line.rsplit(" ", 1)[1])
-        if len(pids) == 2:
+        if len(pids) == 3:  # 2 workers and the single-process run.
           break
-    assert len(pids) == 2, "the example did not start its workers"
+    assert len(pids) == 3, "the example did not start its processes"
     os.kill(pids[1], signal.SIGKILL)
     rest = parent.communicate(timeout=BOUND)[1]
   finally:
@@ -122,7 +122,7 @@ def test_the_example_exits_1_naming_the_dead_worker():
       parent.kill()
       parent.wait()
   assert parent.returncode == 1
-  assert f"process 1 of 2 (jax worker 1, pid {pids[1]}) killed by signal 9 (SIGKILL)" in rest
+  assert f"process 1 of 3 (jax worker 1, pid {pids[1]}) killed by signal 9 (SIGKILL)" in rest
   assert not any(_alive(pid) for pid in pids.values())
 
 

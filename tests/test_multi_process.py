@@ -65,6 +65,8 @@ def _rows(framework, parts):
   for op in SELECTED:
     for index, params in enumerate(op.param_sets):
       params = op.resolve_params(params)
+      for part in parts:
+        assert f"{op.name}|{index}|error" not in part, str(part[f"{op.name}|{index}|error"])
       examples, stacked, cots = op_batches.batch(op, params, index, PER_BATCH)
       single = worker.gradients(framework, op, params, stacked, cots)
       reference = op_batches.reference_grads(op, params, examples, cots)

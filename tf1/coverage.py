@@ -18,11 +18,11 @@ import dataclasses
 import warnings
 from typing import Any, Callable, Sequence
 
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow as tf
 
+from crossgrad.checker import usage
 from crossgrad.registry.errors import CrossgradError
 
 _HANDLERS = flags.DEFINE_bool("handlers", False, "List the translated TF op types instead.")
@@ -269,4 +269,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run(main)

@@ -31,7 +31,6 @@ import sys
 import types
 from typing import Any, Callable, Sequence
 
-from absl import app
 from absl import flags
 import numpy as np
 
@@ -39,6 +38,7 @@ import crossgrad as cg
 from crossgrad.checker import engine
 from crossgrad.checker import flag_help
 from crossgrad.checker import selection
+from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
 
@@ -296,20 +296,11 @@ def main(argv):
   return 1 if failing else 0
 
 
-def parse_flags(argv):
-  """absl's parser, but a bad or missing flag exits with 2 (an argument problem), not 1."""
-  try:
-    return FLAGS(argv)
-  except flags.Error as e:
-    print(f"[crossgrad] {e}\nPass --helpfull for the flags.", file=sys.stderr)
-    sys.exit(2)
-
-
 def run():
   """Console-script entry point (``crossgrad-port-check``)."""
   define_flags()
   flag_help.list_in_help(__name__)  # --help of the console script lists them.
-  app.run(main, flags_parser=parse_flags)
+  usage.run(main)
 
 
 if __name__ == "__main__":

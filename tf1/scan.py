@@ -24,10 +24,10 @@ import re
 import sys
 from typing import Iterable, Iterator
 
-from absl import app
 from absl import flags
 
 from crossgrad.checker import flag_help
+from crossgrad.checker import usage
 from crossgrad.tf1.op_types import OP_TYPES  # Imports no TensorFlow.
 
 DROP_IN = "crossgrad.tf1.py_func(func, inp, Tout, grad=grad)"
@@ -314,7 +314,7 @@ def run():
   """Console-script entry point (``crossgrad-scan``)."""
   define_flags()
   flag_help.list_in_help(__name__)  # --help of the console script lists them.
-  app.run(main)
+  usage.run(main)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ parameter sets, what the cross-check proves for it, and a snippet (run by the do
 import pathlib
 import sys
 
-from absl import app
 from absl import flags
 
+from crossgrad.checker import usage
 from crossgrad.registry import ops as builtin_ops
 from crossgrad.registry.opdef import OpDef
 
@@ -80,4 +80,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  usage.run(main)

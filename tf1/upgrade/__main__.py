@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import sys
 
-from absl import app
 from absl import flags
 
 from crossgrad.checker import flag_help
-from crossgrad.tf1.port_check import parse_flags  # A bad flag exits with 2, not 1.
+from crossgrad.checker import usage  # A bad flag exits with 2, not 1.
 
 FLAGS = flags.FLAGS
 USAGE = ("usage: python -m crossgrad.tf1.upgrade SRC DST [--report=FILE] [--diff] [--port]\n"
@@ -70,7 +69,7 @@ def run():
   """Console-script entry point (``crossgrad-upgrade``)."""
   define_flags()
   flag_help.list_in_help(__name__)  # --help of the console script lists them.
-  app.run(main, flags_parser=parse_flags)
+  usage.run(main)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,92 @@
+"""``--jobs``: one check run as shards in processes side by side, merged into one report.
+
+Each job is ``python -m crossgrad.check`` with the same flags, ``--num_shards=N
+--shard_index=i`` and a JSON report in a temporary folder; the reports are merged
+(`shards.merge`) into the report one process would have made. Jobs' progress lines go to
+stderr as they come, each line once (every job starts with the same ones).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from typing import Callable, Sequence
+
+from absl import flags
+
+from crossgrad.checker import shards
+from crossgrad.checker.report import Report
+
+UNITS_PER_JOB = 8  # Fewer backend units than this per job: one process is quicker.
+
+
+def cores() -> int:
+  """The CPU cores this process may use."""
+  try:
+    return len(os.sched_getaffinity(0))
+  except AttributeError:  # Not on Linux.
+    return os.cpu_count() or 1
+
+
+def default(backend_units: int, available: int | None = None) -> int:
+  """Jobs when ``--jobs`` is not given: one per core, each with at least `UNITS_PER_JOB`
+  units of backend work (each job starts its frameworks afresh)."""
+  return max(1, min(available or cores(), backend_units // UNITS_PER_JOB))
+
+
+def flag_arguments(names: Sequence[str], flag_values: flags.FlagValues = flags.FLAGS
+                   ) -> list[str]:
+  """Command-line arguments giving the flags ``names`` set here (on the command line or
+  otherwise off their defaults) the same values."""
+  chosen = [flag_values[name] for name in names]
+  return [arg for flag in chosen if flag.present or flag.value != flag.default
+          for arg in flag.serialize().split("\n") if arg]
+
+
+class _Lines:
+  """Writes lines to stderr once each, from several threads."""
+
+  def __init__(self):
+    self._seen = set()
+    self._lock = threading.Lock()
+
+  def forward(self, stream) -> None:
+    for line in stream:
+      with self._lock:
+        if line not in self._seen:
+          self._seen.add(line)
+          sys.stderr.write(line)
+          sys.stderr.flush()
+
+
+def run(count: int, arguments: Sequence[str],
+        say: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
+        ) -> Report | int:
+  """The merged report of ``count`` jobs running ``arguments`` (the check's flags), or the
+  exit status to end with when a job fails to run (2 for a usage error, which the job has
+  printed)."""
+  lines = _Lines()
+  with tempfile.TemporaryDirectory(prefix="crossgrad-jobs-") as folder:
+    paths = [os.path.join(folder, f"shard{i}.json") for i in range(count)]
+    processes = [subprocess.Popen(
+        [sys.executable, "-m", "crossgrad.check", *arguments, f"--num_shards={count}",
+         f"--shard_index={i}", "--jobs=1", f"--json={path}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for i, path in enumerate(paths)]
+    readers = [threading.Thread(target=lines.forward, args=(p.stderr,)) for p in processes]
+    for reader in readers:
+      reader.start()
+    statuses = [p.wait() for p in processes]
+    for reader in readers:
+      reader.join()
+    if 2 in statuses:
+      return 2  # A usage error, which the jobs printed (once).
+    crashed = [(i, s) for i, s in enumerate(statuses) if s not in (0, 1)]
+    if crashed:
+      for i, status in crashed:
+        say(f"[crossgrad] --jobs: job {i} of {count} exited with status {status}")
+      return 1
+    return shards.merge(paths)

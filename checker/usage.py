@@ -1,0 +1,43 @@
+"""Every crossgrad binary's exit status for bad usage: 2, with one line on stderr.
+
+The binaries promise 0 (all agree, or done), 1 (a mismatch) and 2 (bad usage). absl's own
+flag parsing exits 1 on an unknown flag or a malformed value, and an `absl.app.UsageError`
+prints the whole usage and exits 1 too, which a CI script reads as a gradient mismatch.
+`run` is `absl.app.run` with both made one line on stderr and exit status 2; every binary
+starts through it (tests/test_usage_errors.py).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, Sequence
+
+from absl import app
+from absl import flags
+
+USAGE_ERROR = 2
+
+
+def fail(message: object) -> int:
+  """Prints ``message`` as one line on stderr; returns `USAGE_ERROR`, the exit status."""
+  print(" ".join(str(message).split()), file=sys.stderr)
+  return USAGE_ERROR
+
+
+def parse_flags(argv: Sequence[str]) -> list[str]:
+  """absl's parser (flag validators included), exiting 2 with one line on a bad flag."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    sys.exit(fail(f"[crossgrad] {e} (--helpfull lists the flags)"))
+
+
+def run(main: Callable[[list[str]], int | None], argv: Sequence[str] | None = None) -> None:
+  """`absl.app.run(main)`, with usage errors (bad flags, `app.UsageError`) exiting 2."""
+  def main_reporting_usage_errors(args):
+    try:
+      return main(args)
+    except app.UsageError as e:
+      return fail(f"[crossgrad] {e}")
+
+  app.run(main_reporting_usage_errors, argv=argv, flags_parser=parse_flags)
