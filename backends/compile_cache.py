@@ -21,6 +21,8 @@ from __future__ import annotations
 import os
 from typing import Mapping, Sequence
 
+from absl import logging
+
 from crossgrad.backends import base, protocol
 
 ENV = "CROSSGRAD_CACHE_DIR"
@@ -43,15 +45,27 @@ def directory(environ: Mapping[str, str] | None = None) -> str:
 def configure(path: str, backends: Sequence[str]) -> dict[str, str]:
   """Turns on the compile caches of the named backends that have one, each in
   ``<path>/<backend>``; returns ``{backend: its folder}``. Process-wide and explicit:
-  call it before the frameworks compile anything."""
+  call it before the frameworks compile anything. A folder that cannot be written (a
+  read-only file system, as in Bazel's test sandbox) leaves that backend uncached."""
   folders = {}
   for name in backends:
     backend = base.load(name)
     if isinstance(backend, protocol.CompileCache):
-      folders[name] = os.path.join(os.path.abspath(path), name)
-      os.makedirs(folders[name], exist_ok=True)
-      backend.enable_compile_cache(folders[name])
+      folder = os.path.join(os.path.abspath(path), name)
+      if not _writable(folder):  # A read-only home (a sandbox): compile as if uncached.
+        logging.warning("crossgrad: %s compile cache off, %s is not writable", name, folder)
+        continue
+      folders[name] = folder
+      backend.enable_compile_cache(folder)
   return folders
+
+
+def _writable(folder: str) -> bool:
+  try:
+    os.makedirs(folder, exist_ok=True)
+  except OSError:
+    return False
+  return os.access(folder, os.W_OK)
 
 
 def stats(backends: Sequence[str]) -> dict[str, dict[str, int]]:

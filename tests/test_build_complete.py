@@ -133,6 +133,18 @@ def test_bazel_imports_every_package_with_its_deps_only():
       "crossgrad", "check"}  # The root: its __init__.py and check.py.
 
 
+def test_ci_runs_the_tagged_tests_of_existing_files():
+  """CI's Bazel tests (.ci/run: --test_tag_filters=ci) are the layer_ tests and CI_TESTS; a
+  name there that is no test file would drop out of CI silently."""
+  tree = ast.parse((ROOT / "BUILD").read_text())
+  (ci_tests,) = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                 and [t.id for t in n.targets] == ["CI_TESTS"]]
+  names = _strings(ci_tests)
+  assert names and sorted(names) == names
+  missing = [n for n in names if not (ROOT / "tests" / f"{n}.py").is_file()]
+  assert not missing, f"CI_TESTS names no test file: {missing}"
+
+
 def test_glob_semantics():
   assert _glob_matches("*.py", "check.py") and not _glob_matches("*.py", "registry/opdef.py")
   assert _glob_matches("registry/**/*.py", "registry/opdef.py")

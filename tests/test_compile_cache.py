@@ -24,6 +24,12 @@ def test_the_directory_is_the_env_var_then_xdg_then_home():
   assert compile_cache.directory({ENV: "", **home}) == "/h/.cache/crossgrad"
 
 
+def test_a_folder_that_cannot_be_written_leaves_the_backend_uncached(tmp_path):
+  blocker = tmp_path / "a_file"
+  blocker.write_text("")
+  assert compile_cache.configure(str(blocker / "cache"), ["numpy", "jax"]) == {}
+
+
 def _files(folder: pathlib.Path) -> list[str]:
   return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
