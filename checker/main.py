@@ -34,7 +34,6 @@ from crossgrad.backends import compile_cache
 from crossgrad.backends import cpu_devices
 from crossgrad.checker import compare
 from crossgrad.checker import engine
-from crossgrad.checker import flag_help
 from crossgrad.checker import grid
 from crossgrad.checker import html_report
 from crossgrad.checker import jobs
@@ -241,8 +240,7 @@ def _run_here(ops, units, shard, tolerance, special) -> tuple[Report, dict | Non
 
 def run():
   """Console-script entry point (``crossgrad-check``)."""
-  flag_help.list_in_help(__name__)
-  usage.run(main)
+  usage.console(main, __name__)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from typing import Callable, Sequence
 from absl import app
 from absl import flags
 
+from crossgrad.checker import flag_help
+
 USAGE_ERROR = 2
 
 
@@ -41,3 +43,12 @@ def run(main: Callable[[list[str]], int | None], argv: Sequence[str] | None = No
       return fail(f"[crossgrad] {e}")
 
   app.run(main_reporting_usage_errors, argv=argv, flags_parser=parse_flags)
+
+
+def console(main: Callable[[list[str]], int | None], module: str,
+            define_flags: Callable[[], None] = lambda: None) -> None:
+  """A binary's entry point (console script or ``python -m``): ``define_flags()``, then
+  ``module``'s flags listed in ``--help`` (`flag_help`), then `run(main)`."""
+  define_flags()
+  flag_help.list_in_help(module)
+  run(main)

@@ -4,6 +4,7 @@ each binary's ``--help`` lists the flags it defines."""
 import ast
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tomllib
@@ -48,9 +49,10 @@ def test_the_check_sees_lazy_and_from_imports(tmp_path):
 
 
 # The binaries (`python -m crossgrad.NAME`) and the file defining each one's flags.
+_STARTS = re.compile(r"usage\.(run|console)\(main")
 BINARIES = {"check": "checker/main.py",
             **{f"{package}.{p.stem}": f"{package}/{p.name}" for package in ("tf1", "benchmarks")
-               for p in sorted((ROOT / package).glob("*.py")) if "usage.run(" in p.read_text()},
+               for p in sorted((ROOT / package).glob("*.py")) if _STARTS.search(p.read_text())},
             **{f"tf1.{p.parent.name}": f"tf1/{p.parent.name}/__main__.py"  # Packages.
                for p in sorted((ROOT / "tf1").glob("*/__main__.py"))}}
 # Flags the shared definers of `crossgrad.benchmarks.timing` make.

@@ -9,6 +9,7 @@ import for all of them), the check with its own bad values too.
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -26,7 +27,7 @@ def _sources():
 
 # Every program, `python -m crossgrad.<module>` (the check as users run it).
 BINARIES = sorted("crossgrad." + ".".join(p.relative_to(ROOT).with_suffix("").parts)
-                  for p, text in _sources().items() if "usage.run(main" in text)
+                  for p, text in _sources().items() if re.search(r"usage\.(run|console)\(main", text))
 BINARIES = [b.replace("crossgrad.checker.main", "crossgrad.check").removesuffix(".__main__")
             for b in BINARIES]
 BAD_FOR_EVERY_BINARY = (["--zz_no_such_flag=1"], ["--verbosity=zz"])

@@ -36,7 +36,6 @@ import numpy as np
 
 import crossgrad as cg
 from crossgrad.checker import engine
-from crossgrad.checker import flag_help
 from crossgrad.checker import selection
 from crossgrad.checker import usage
 
@@ -298,9 +297,7 @@ def main(argv):
 
 def run():
   """Console-script entry point (``crossgrad-port-check``)."""
-  define_flags()
-  flag_help.list_in_help(__name__)  # --help of the console script lists them.
-  usage.run(main)
+  usage.console(main, __name__, define_flags)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from typing import Iterable, Iterator
 
 from absl import flags
 
-from crossgrad.checker import flag_help
 from crossgrad.checker import usage
 from crossgrad.tf1.op_types import OP_TYPES  # Imports no TensorFlow.
 
@@ -312,9 +311,7 @@ def main(argv):
 
 def run():
   """Console-script entry point (``crossgrad-scan``)."""
-  define_flags()
-  flag_help.list_in_help(__name__)  # --help of the console script lists them.
-  usage.run(main)
+  usage.console(main, __name__, define_flags)
 
 
 if __name__ == "__main__":

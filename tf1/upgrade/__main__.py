@@ -7,7 +7,6 @@ import sys
 
 from absl import flags
 
-from crossgrad.checker import flag_help
 from crossgrad.checker import usage  # A bad flag exits with 2, not 1.
 
 FLAGS = flags.FLAGS
@@ -67,9 +66,7 @@ def main(argv):
 
 def run():
   """Console-script entry point (``crossgrad-upgrade``)."""
-  define_flags()
-  flag_help.list_in_help(__name__)  # --help of the console script lists them.
-  usage.run(main)
+  usage.console(main, __name__, define_flags)
 
 
 if __name__ == "__main__":
