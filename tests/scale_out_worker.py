@@ -214,7 +214,7 @@ def main(argv):
   for op in ops:
     for index, params in enumerate(op.param_sets):
       params = op.resolve_params(params)
-      entry = {"op": op.name, "params": engine._params_label(params)}  # pylint: disable=protected-access
+      entry = {"op": op.name, "params": engine.params_label(params)}
       try:
         entry["rows"] = run_op(op, params, seed=index)
       except Exception as e:  # pylint: disable=broad-except
