@@ -66,8 +66,9 @@ def _random_like(rng: np.random.Generator, o: np.ndarray) -> np.ndarray | None:
   if not compare.is_inexact(o.dtype):
     return None
   if np.iscomplexobj(o):
-    return (rng.standard_normal(o.shape) + 1j * rng.standard_normal(o.shape)).astype(o.dtype)
-  return rng.standard_normal(o.shape).astype(o.dtype)
+    return (finite_diff.uniform(rng, o.shape)
+            + 1j * finite_diff.uniform(rng, o.shape)).astype(o.dtype)
+  return finite_diff.uniform(rng, o.shape, o.dtype)
 
 
 def _conjugated(arrays: Sequence[Any]) -> list[Any]:

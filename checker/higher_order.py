@@ -132,7 +132,7 @@ class Case:
                           else (*numpy_backend.vjp(self.op, *example, **self.params), None))
       outs = validation.as_tuple(out)
       cot = list(self.cotangent) if b == 0 else [
-          rng.standard_normal(o.shape).astype(o.dtype) if is_floating(o.dtype) else None
+          finite_diff.uniform(rng, o.shape, o.dtype) if is_floating(o.dtype) else None
           for o in outs]
       if b or cts is None:
         cts = vjp_fn(tuple(cot) if isinstance(out, tuple) else cot[0])
@@ -152,7 +152,7 @@ class Case:
 
 
 def _directions(op: OpDef, inputs, rng) -> list[np.ndarray | None]:
-  return [rng.standard_normal(x.shape).astype(x.dtype) if i in op.diff_argnums else None
+  return [finite_diff.uniform(rng, x.shape, x.dtype) if i in op.diff_argnums else None
           for i, x in enumerate(inputs)]
 
 
@@ -279,7 +279,7 @@ def reference_jvp(op: OpDef, params: dict, inputs, tangents, rng,
 
   shapes = per_output(total)
   if sum(a.size for a in total) > DUAL_LIMIT:
-    directions = [[None if a is None else rng.standard_normal(a.shape) for a in shapes]
+    directions = [[None if a is None else finite_diff.uniform(rng, a.shape) for a in shapes]
                   for _ in range(DIRECTIONS)]
     return Reference(shapes, transposed, directions, "transposed backward by dot products")
   for k, a in enumerate(shapes):
@@ -321,7 +321,7 @@ def reference_second_order(op: OpDef, params: dict, inputs, cotangent, direction
   if sum(x[i].size for i in diff) > SECOND_ORDER_FULL_LIMIT:
     if op.gradient == "exact":
       return _hessian_vector(backward(moved(v, 1)), backward(moved(v, -1)), diff, h, expected)
-    directions = [[None if a is None else rng.standard_normal(a.shape) for a in expected]
+    directions = [[None if a is None else finite_diff.uniform(rng, a.shape) for a in expected]
                   for _ in range(DIRECTIONS)]
     return Reference(expected, along, directions, "directional finite differences")
   for i in diff:
@@ -432,8 +432,8 @@ def _round_trip_row(case, backend, module, device, mode, eager, results) -> Row:
 
 def second_example(inputs: Sequence[np.ndarray],
                    second: Sequence[np.ndarray] | None) -> Sequence[np.ndarray]:
-  """The transformation modes' batch is ``inputs`` and this second example: ``second`` (another sample) where it has the same shapes
-  and dtypes as ``inputs``, else ``inputs`` themselves."""
+  """The transformation modes' batch is ``inputs`` and this second example: ``second``
+  (another sample) where it has the same shapes and dtypes as ``inputs``, else ``inputs``."""
   if second is None or [(x.shape, x.dtype) for x in inputs] != [
       (y.shape, y.dtype) for y in second]:
     return inputs

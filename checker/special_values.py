@@ -40,7 +40,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from crossgrad.checker import compare
+from crossgrad.checker import compare, finite_diff
 from crossgrad.checker.report import Check, Row, RowContext
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
@@ -173,7 +173,7 @@ def prepare(op: OpDef, params: dict, inputs: Sequence[np.ndarray], dtype: str, r
   rng = np.random.default_rng([seed, zlib.crc32(f"special {dtype}".encode())])
   expected, cotangent = _reference(
       op, params, special, reference,
-      lambda o: rng.standard_normal(o.shape).astype(o.dtype))
+      lambda o: finite_diff.uniform(rng, o.shape, o.dtype))
   names = [f"output {i}" for i in range(len(cotangent))] + [f"d{n}" for n in op.input_names]
   return Case(op, params, reference, list(inputs), special, cotangent, expected, names,
               _typical(expected))
