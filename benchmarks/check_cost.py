@@ -1,6 +1,7 @@
 r"""What checking costs: imports, the full cross-check, and how checking one op scales.
 
   python -m crossgrad.benchmarks.check_cost [--quick] [--sizes=1000,1000000,16000000] [--jobs=1,2]
+      [--threads=1]
 
 Baselines measured in the same run: `import numpy` / `import tensorflow` / `import jax`
 for the imports (fresh interpreters, interleaved); one reference forward + VJP for the
@@ -16,6 +17,9 @@ empty compile cache) then warm (the cache the cold run left; docs/cross-check.md
 caches across runs"), per ``--jobs`` count (`JOBS`). The `check_cost` table sets these
 figures against issue 27's targets: cold <= 60 s, warm <= 0.4 x cold, and one op's check
 at 1M elements <= 2 x at 1K for each backend alone (every row; `scaling_by_backend`).
+``--threads``: torch's intra-op threads in this process (default: torch's choice); one
+keeps a machine's other processes, which leave torch's second thread waiting for a core,
+from swamping torch's 1M rows there (TensorFlow and JAX fix their thread pools at start-up).
 """
 
 from __future__ import annotations
@@ -227,8 +231,11 @@ def settings(quick: bool) -> dict:
 def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
         full_check: bool = True, cap_s: float = 20.0, cap_bytes: int = 2 << 30,
         jobs: Sequence[int] = JOBS, json_path: str | None = None,
-        by_backend: bool = True) -> dict:
+        by_backend: bool = True, threads: int | None = None) -> dict:
   """Runs the benchmark, prints its tables, writes JSON; returns the JSON payload."""
+  if threads:
+    import torch  # pylint: disable=g-import-not-at-top  # Only where threads are asked for.
+    torch.set_num_threads(threads)
   rows = import_rows(repeats, frameworks)
   rows.append(directional_row(min(1_000_000, max(sizes)), max(repeats, 3)))
   full_ok = True
@@ -274,7 +281,7 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
                                and all(r["status"] == "ok" for r in cache),
              "settings": {"sizes": list(sizes), "repeats": repeats, "frameworks": frameworks,
                           "full_check": full_check, "cap_s": cap_s,
-                          "cap_bytes": cap_bytes, "jobs": list(jobs)},
+                          "cap_bytes": cap_bytes, "jobs": list(jobs), "threads": threads},
              "check_cost": figures,
              "check_runs": cache,
              "rows": [dict(zip(header, r)) for r in rows],
@@ -294,6 +301,7 @@ def define_flags():
   timing.define_ints("sizes", "Elements for the leaky_relu scaling (default 1e3,1e6,16e6).")
   flags.DEFINE_integer("repeats", None, "Import repetitions.")
   timing.define_ints("jobs", "--jobs counts of the cold/warm full check (default 1,2).")
+  flags.DEFINE_integer("threads", None, "torch's intra-op threads (default: torch's choice).")
 
 
 def main(argv) -> int:
@@ -301,7 +309,7 @@ def main(argv) -> int:
   kwargs = settings(FLAGS.quick)
   kwargs.update({k: v for k, v in (("sizes", FLAGS.sizes), ("repeats", FLAGS.repeats),
                                    ("jobs", FLAGS.jobs)) if v})
-  payload = run(json_path=FLAGS.json, **kwargs)
+  payload = run(json_path=FLAGS.json, threads=FLAGS.threads, **kwargs)
   return 0 if payload["cross_check_ok"] else 1
 
 
