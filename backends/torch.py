@@ -155,13 +155,6 @@ def _asarray(obj, /, *, dtype=None, device=None, copy=None):
   return torch_array_api.asarray(obj, dtype=as_dtype(dtype), device=device, copy=copy)
 
 
-def _cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-  """Keeps ``x``'s dtype unless told otherwise (torch widens integers to int64)."""
-  x = _tensor(x)
-  return compat.cumulative_sum(x, axis=axis, dtype=as_dtype(dtype) or x.dtype,
-                               include_initial=include_initial)
-
-
 def _concat(arrays, /, *, axis=0):
   return compat.concat([_tensor(a) for a in arrays], axis=axis)
 
@@ -176,7 +169,7 @@ _OWN = {
     "one_hot": _one_hot, "unbroadcast": _unbroadcast, "astype": _astype,
     "zeros": _creation(compat.zeros), "ones": _creation(compat.ones),
     "empty": _creation(compat.empty), "full": _full, "arange": _arange, "asarray": _asarray,
-    "cumulative_sum": _cumulative_sum, "concat": _concat,
+    "concat": _concat,
 }
 
 
