@@ -155,6 +155,12 @@ def _asarray(obj, /, *, dtype=None, device=None, copy=None):
   return torch_array_api.asarray(obj, dtype=as_dtype(dtype), device=device, copy=copy)
 
 
+def _cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+  """The standard's dtype rule (``torch_array_api``), ``dtype`` also a name."""
+  return torch_array_api.FIXES["cumulative_sum"](
+      _tensor(x), axis=axis, dtype=as_dtype(dtype), include_initial=include_initial)
+
+
 def _concat(arrays, /, *, axis=0):
   return compat.concat([_tensor(a) for a in arrays], axis=axis)
 
@@ -169,7 +175,7 @@ _OWN = {
     "one_hot": _one_hot, "unbroadcast": _unbroadcast, "astype": _astype,
     "zeros": _creation(compat.zeros), "ones": _creation(compat.ones),
     "empty": _creation(compat.empty), "full": _full, "arange": _arange, "asarray": _asarray,
-    "concat": _concat,
+    "cumulative_sum": _cumulative_sum, "concat": _concat,
 }
 
 
