@@ -184,9 +184,11 @@ def _numpy_as_tensors(fn):
   """``fn`` taking NumPy arrays too (as JAX and TF functions do), on the tensors' device."""
   @functools.wraps(fn)  # Its signature too (inspect.signature follows __wrapped__).
   def call(*args, **kwargs):
-    if any(isinstance(a, np.ndarray) for a in args):
-      like = next((a for a in args if isinstance(a, torch.Tensor)), None)
-      args = [_tensor(a, like) if isinstance(a, np.ndarray) else a for a in args]
+    for a in args:  # A loop, not any(genexpr): this runs on every xp call of an op.
+      if isinstance(a, np.ndarray):
+        like = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        args = [_tensor(a, like) if isinstance(a, np.ndarray) else a for a in args]
+        break
     return fn(*args, **kwargs)
   return call
 
@@ -209,10 +211,22 @@ xp = Namespace(NAME, _standard(), extensions={name: _OWN[name] for name in EXTEN
 _DTYPE_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
 
 
+_SPECS: dict[tuple, validation.ArraySpec] = {}
+
+
 def spec_of(x: Any) -> validation.ArraySpec:
-  dtype = x.dtype
-  name = _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
-  return validation.ArraySpec(tuple(x.shape), name)
+  """One `ArraySpec` object per (shape, dtype) seen eagerly: the op core's checks, run for
+  each call, then find theirs by identity (Dynamo traces a fresh one)."""
+  key = (x.shape, x.dtype)
+  spec = None if torch.compiler.is_compiling() else _SPECS.get(key)
+  if spec is None:
+    name = _DTYPE_NAMES.get(x.dtype) or str(x.dtype).removeprefix("torch.")
+    spec = validation.ArraySpec(tuple(x.shape), name)
+    if not torch.compiler.is_compiling():
+      if len(_SPECS) >= 4096:
+        _SPECS.clear()
+      _SPECS[key] = spec
+  return spec
 
 
 def _read_values(x: Any):
@@ -276,7 +290,8 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
 # op's backward, the cross-check converts back (docs/dtypes.md).
 CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(NAME, xp, spec_of, to_arrays=_to_tensors, scope=_device_scope,
-                        conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS)
+                        conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
+                        tracing=torch.compiler.is_compiling)
 
 
 def _inexact(x: torch.Tensor) -> bool:
