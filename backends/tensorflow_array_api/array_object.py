@@ -279,8 +279,8 @@ def wrap(tree: Any) -> Any:
   if isinstance(tree, _TYPES):
     return Array(tree)
   kind = type(tree)
-  if kind is tuple or kind is list:
-    return kind(wrap(t) for t in tree)
+  if kind is tuple or kind is list:  # A list, not a generator: this runs on every op call.
+    return kind([wrap(t) for t in tree])
   if kind is dict:
     return {k: wrap(v) for k, v in tree.items()}
   if isinstance(tree, tuple) and hasattr(tree, "_fields"):
@@ -294,7 +294,7 @@ def unwrap(tree: Any) -> Any:
   if kind is Array:
     return tree.tensor
   if kind is tuple or kind is list:
-    return kind(unwrap(t) for t in tree)
+    return kind([t.tensor if type(t) is Array else unwrap(t) for t in tree])
   if kind is dict:
     return {k: unwrap(v) for k, v in tree.items()}
   if isinstance(tree, tuple) and hasattr(tree, "_fields"):
