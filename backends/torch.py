@@ -217,16 +217,20 @@ _SPECS: dict[tuple, validation.ArraySpec] = {}
 def spec_of(x: Any) -> validation.ArraySpec:
   """One `ArraySpec` object per (shape, dtype) seen eagerly: the op core's checks, run for
   each call, then find theirs by identity (Dynamo traces a fresh one)."""
+  if torch.compiler.is_compiling():
+    return _new_spec(x)
   key = (x.shape, x.dtype)
-  spec = None if torch.compiler.is_compiling() else _SPECS.get(key)
+  spec = _SPECS.get(key)
   if spec is None:
-    name = _DTYPE_NAMES.get(x.dtype) or str(x.dtype).removeprefix("torch.")
-    spec = validation.ArraySpec(tuple(x.shape), name)
-    if not torch.compiler.is_compiling():
-      if len(_SPECS) >= 4096:
-        _SPECS.clear()
-      _SPECS[key] = spec
+    if len(_SPECS) >= 4096:
+      _SPECS.clear()
+    spec = _SPECS[key] = _new_spec(x)
   return spec
+
+
+def _new_spec(x: Any) -> validation.ArraySpec:
+  name = _DTYPE_NAMES.get(x.dtype) or str(x.dtype).removeprefix("torch.")
+  return validation.ArraySpec(tuple(x.shape), name)
 
 
 def _read_values(x: Any):
@@ -249,7 +253,10 @@ def _device_scope(tensors: Sequence[Any]):
   for x in tensors:
     if isinstance(x, torch.Tensor) and not x.is_cpu:
       return torch.device(x.device)
-  return contextlib.nullcontext()
+  return _NO_SCOPE
+
+
+_NO_SCOPE = contextlib.nullcontext()  # Stateless: one for every call.
 
 
 def _split_residuals(residuals, inputs, outputs):
@@ -282,6 +289,11 @@ def _join_residuals(layout, inputs, outputs, new):
 
 def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
   """The inputs as tensors, NumPy arrays and numbers on the first tensor's device."""
+  for x in inputs:  # The common case first: tensors only, taken as they are.
+    if not isinstance(x, torch.Tensor):
+      break
+  else:
+    return list(inputs)
   like = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
   return [_tensor(x, like) for x in inputs]
 
