@@ -183,6 +183,10 @@ def _fast_binary(name, tf_fn, floating_only=False):
 
   def forward(self, other):
     t = self.tensor
+    if type(other) is float and t.dtype.is_floating:
+      # TensorFlow converts a float after a tensor to its dtype, as tf.constant(other,
+      # t.dtype) does, but in C: a Python call less per scalar operand eagerly.
+      return Array(tf_fn(t, other))
     if not floating_only or t.dtype.is_floating:
       o = _same_dtype(t, other)
       if o is not None:
