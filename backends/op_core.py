@@ -63,6 +63,8 @@ class Adapter:
       (TensorFlow, torch): the core converts a complex op's backward (module docstring).
     body: runs the op's forward or backward, ``body(fn, xp, args, params)`` (default
       ``fn(xp, *args, **params)``; TensorFlow hands the body the standard's array object).
+    tracing: while it returns True the core checks every call in full and leaves its
+      caches alone (torch: Dynamo traces the call, and would guard on them).
   """
 
   name: str
@@ -74,6 +76,7 @@ class Adapter:
   conjugate_complex: bool = False
   body: Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any] = (
       lambda fn, xp, args, params: fn(xp, *args, **params))
+  tracing: Callable[[], bool] = lambda: False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,19 +102,44 @@ class Forward:
     return self.outs[0] if self.specs.single else self.outs
 
 
+_SEEN_LIMIT = 256  # Signatures an op core remembers as checked (then it starts afresh).
+
+
+def _remember(seen: dict, key: Any, value: Any) -> Any:
+  if len(seen) >= _SEEN_LIMIT:
+    seen.clear()
+  seen[key] = value
+  return value
+
+
 class OpCore:
-  """One op with resolved static parameters, as every backend runs it."""
+  """One op with resolved static parameters, as every backend runs it.
+
+  The checks depend on static specs only (shapes, dtypes, the parameters), so each runs
+  once per signature: a call with inputs (and a forward with outputs) of specs seen before
+  skips them, the per-call cost of an eager step (a new signature is checked in full, and a
+  backward whose cotangents do not match their inputs' specs exactly gets the full check and
+  its error).
+  """
 
   def __init__(self, adapter: Adapter, op: OpDef, params: dict):
     self.adapter, self.op, self.params = adapter, op, params
     self.name = adapter.name
+    self._n_inputs = len(op.input_names)
+    self._checked_inputs: dict[tuple[ArraySpec, ...], bool] = {}
+    self._specs: dict[tuple, Specs] = {}
 
   def prepare(self, inputs: Sequence[Any]) -> list[Any]:
     """The call's inputs, counted, as the framework's arrays, checked."""
-    validation.check_input_count(self.op, self.name, inputs)
+    if len(inputs) != self._n_inputs:
+      validation.check_input_count(self.op, self.name, inputs)
     arrays = self.adapter.to_arrays(inputs)
-    validation.check_inputs(self.op, self.name, [self.adapter.spec_of(x) for x in arrays],
-                            self.params)
+    specs = tuple(map(self.adapter.spec_of, arrays))
+    if self.adapter.tracing():
+      validation.check_inputs(self.op, self.name, specs, self.params)
+    elif specs not in self._checked_inputs:
+      validation.check_inputs(self.op, self.name, specs, self.params)
+      _remember(self._checked_inputs, specs, True)
     return arrays
 
   def forward(self, inputs: Sequence[Any]) -> Forward:
@@ -120,11 +148,14 @@ class OpCore:
     with adapter.scope(inputs):
       result = adapter.body(self.op.forward, adapter.xp, inputs, self.params)
     outputs, residuals = validation.check_forward_result(self.op, self.name, result)
-    outs = tuple(adapter.as_output(o) for o in validation.as_tuple(outputs))
-    specs = Specs(tuple(adapter.spec_of(x) for x in inputs),
-                  tuple(adapter.spec_of(o) for o in outs),
-                  not isinstance(outputs, (tuple, list)))
-    validation.check_output_dtypes(self.op, self.name, specs.inputs, specs.outputs)
+    outs = tuple(map(adapter.as_output, validation.as_tuple(outputs)))
+    key = (tuple(map(adapter.spec_of, inputs)), tuple(map(adapter.spec_of, outs)),
+           not isinstance(outputs, (tuple, list)))
+    tracing = adapter.tracing()
+    specs = None if tracing else self._specs.get(key)
+    if specs is None:
+      validation.check_output_dtypes(self.op, self.name, key[0], key[1])
+      specs = Specs(*key) if tracing else _remember(self._specs, key, Specs(*key))
     return Forward(outs, residuals, specs)
 
   def backward(self, residuals: Any, upstream: Sequence[Any], specs: Specs,
@@ -140,9 +171,22 @@ class OpCore:
     with self.adapter.scope(on):
       cotangents = self.adapter.body(self.op.backward, self.adapter.xp, (residuals, g),
                                      self.params)
-    cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
-                                             self.adapter.spec_of)
+    if not self._match(cotangents, specs.inputs):
+      cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
+                                               self.adapter.spec_of)
     return self._conjugated(cotangents, specs.inputs) if convert else cotangents
+
+  def _match(self, cotangents: Any, specs: Sequence[ArraySpec]) -> bool:
+    """Whether ``cotangents`` is a tuple with, for each input, None where it is
+    non-differentiable and else an array of exactly its spec: what
+    `validation.check_cotangents` accepts (and then returns unchanged)."""
+    if type(cotangents) is not tuple or len(cotangents) != self._n_inputs:
+      return False
+    nondiff, spec_of = self.op.nondiff_argnums, self.adapter.spec_of
+    for i, (ct, spec) in enumerate(zip(cotangents, specs)):
+      if (ct is None) != (i in nondiff) or ct is not None and spec_of(ct) != spec:
+        return False
+    return True
 
   def _conjugated(self, arrays: Sequence[Any], specs: Sequence[ArraySpec]) -> tuple[Any, ...]:
     """``arrays`` with the complex ones (by ``specs``) conjugated: JAX's convention to the

@@ -95,10 +95,20 @@ xp = Namespace(NAME, tensorflow_array_api, extensions={
 tensorflow_array.use_namespace(xp)
 
 
+_SPECS: dict[tuple, validation.ArraySpec] = {}
+
+
 def spec_of(x: Any) -> validation.ArraySpec:
+  """One `ArraySpec` object per (shape, dtype): the op core's checks of each call find
+  theirs by identity, and TensorFlow's Python ``DType.name`` runs once."""
   shape = x.shape
-  dims = None if shape.rank is None else tuple(shape.as_list())
-  return validation.ArraySpec(dims, tf.as_dtype(x.dtype).name)
+  key = (None if shape.rank is None else tuple(shape.as_list()), x.dtype)
+  spec = _SPECS.get(key)
+  if spec is None:
+    if len(_SPECS) >= 4096:
+      _SPECS.clear()
+    spec = _SPECS[key] = validation.ArraySpec(key[0], tf.as_dtype(x.dtype).name)
+  return spec
 
 
 def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:

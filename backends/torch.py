@@ -183,9 +183,11 @@ def _numpy_as_tensors(fn):
   """``fn`` taking NumPy arrays too (as JAX and TF functions do), on the tensors' device."""
   @functools.wraps(fn)  # Its signature too (inspect.signature follows __wrapped__).
   def call(*args, **kwargs):
-    if any(isinstance(a, np.ndarray) for a in args):
-      like = next((a for a in args if isinstance(a, torch.Tensor)), None)
-      args = [_tensor(a, like) if isinstance(a, np.ndarray) else a for a in args]
+    for a in args:  # A loop, not any(genexpr): this runs on every xp call of an op.
+      if isinstance(a, np.ndarray):
+        like = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        args = [_tensor(a, like) if isinstance(a, np.ndarray) else a for a in args]
+        break
     return fn(*args, **kwargs)
   return call
 
@@ -208,9 +210,25 @@ xp = Namespace(NAME, _standard(), extensions={name: _OWN[name] for name in EXTEN
 _DTYPE_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
 
 
+_SPECS: dict[tuple, validation.ArraySpec] = {}
+
+
 def spec_of(x: Any) -> validation.ArraySpec:
-  dtype = x.dtype
-  name = _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
+  """One `ArraySpec` object per (shape, dtype) seen eagerly: the op core's checks, run for
+  each call, then find theirs by identity (Dynamo traces a fresh one)."""
+  if torch.compiler.is_compiling():
+    return _new_spec(x)
+  key = (x.shape, x.dtype)
+  spec = _SPECS.get(key)
+  if spec is None:
+    if len(_SPECS) >= 4096:
+      _SPECS.clear()
+    spec = _SPECS[key] = _new_spec(x)
+  return spec
+
+
+def _new_spec(x: Any) -> validation.ArraySpec:
+  name = _DTYPE_NAMES.get(x.dtype) or str(x.dtype).removeprefix("torch.")
   return validation.ArraySpec(tuple(x.shape), name)
 
 
@@ -234,7 +252,10 @@ def _device_scope(tensors: Sequence[Any]):
   for x in tensors:
     if isinstance(x, torch.Tensor) and not x.is_cpu:
       return torch.device(x.device)
-  return contextlib.nullcontext()
+  return _NO_SCOPE
+
+
+_NO_SCOPE = contextlib.nullcontext()  # Stateless: one for every call.
 
 
 def _split_residuals(residuals, inputs, outputs):
@@ -267,6 +288,11 @@ def _join_residuals(layout, inputs, outputs, new):
 
 def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
   """The inputs as tensors, NumPy arrays and numbers on the first tensor's device."""
+  for x in inputs:  # The common case first: tensors only, taken as they are.
+    if not isinstance(x, torch.Tensor):
+      break
+  else:
+    return list(inputs)
   like = next((x for x in inputs if isinstance(x, torch.Tensor)), None)
   return [_tensor(x, like) for x in inputs]
 
@@ -275,7 +301,8 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
 # op's backward, the cross-check converts back (docs/dtypes.md).
 CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(NAME, xp, spec_of, to_arrays=_to_tensors, scope=_device_scope,
-                        conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS)
+                        conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
+                        tracing=torch.compiler.is_compiling)
 
 
 def _inexact(x: torch.Tensor) -> bool:

@@ -177,12 +177,19 @@ def sign(x, /):
   (torch: 0). For floats that is one ``maximum`` with ``min(x, -1)``, which is NaN for NaN
   and never above the sign otherwise: two float kernels, where a NaN mask and ``where``
   would cost two kernels with a boolean tensor (several times slower on CPU); no gradient
-  flows through the added branch."""
+  flows through the added branch.
+
+  Eagerly on CPU it is one kernel: ``clamp(sign, min=x, max=sign)`` is the sign where x is
+  a number (the tie at +-0 resolves to the sign's +0 in ATen's scalar and vector paths
+  alike) and NaN where x is (ATen's clamp propagates a NaN bound). Compiled and on other
+  devices, whose min/max may resolve that tie otherwise, the two kernels stay."""
   if x.dtype.is_complex:
     return torch.where(x == 0, torch.zeros_like(x), x / torch.abs(x))
   out = torch.sign(x)
   if not x.dtype.is_floating_point:
     return out
+  if x.is_cpu and not torch.compiler.is_compiling():
+    return torch.clamp(out, min=x.detach(), max=out)
   return torch.maximum(out, torch.clamp(x.detach(), max=-1))
 
 

@@ -28,12 +28,34 @@ complex64, complex128 = tf.complex64, tf.complex128
 e, pi, inf, nan = math.e, math.pi, math.inf, math.nan
 newaxis = None
 
-_SIGNED = (int8, int16, int32, int64)
-_UNSIGNED = (uint8, uint16, uint32, uint64)
+
+
+class _DTypes(tuple):
+  """A tuple of dtypes whose ``in`` is one hash lookup for a ``tf.DType``: a tuple's
+  compares with each member in turn, and ``DType.__eq__`` is Python code (about a
+  microsecond each, several times in every eager op call)."""
+
+  def __new__(cls, dtypes):
+    self = super().__new__(cls, dtypes)
+    self.members = frozenset(self)
+    return self
+
+  def __contains__(self, d):
+    if type(d) is tf.DType:
+      return d in self.members
+    return tuple.__contains__(self, d)  # Names and NumPy dtypes: DType.__eq__ converts.
+
+  def __add__(self, other):
+    return _DTypes(tuple(self) + tuple(other))
+
+
+_SIGNED = _DTypes((int8, int16, int32, int64))
+_UNSIGNED = _DTypes((uint8, uint16, uint32, uint64))
 _INTEGRAL = _SIGNED + _UNSIGNED
-_REAL_FLOATING = (float32, float64)
-_COMPLEX_FLOATING = (complex64, complex128)
-_DTYPES = (bool,) + _INTEGRAL + _REAL_FLOATING + _COMPLEX_FLOATING
+_REAL_FLOATING = _DTypes((float32, float64))
+_FLOATING = _REAL_FLOATING + (tf.float16, tf.bfloat16)  # Beyond the standard too.
+_COMPLEX_FLOATING = _DTypes((complex64, complex128))
+_DTYPES = _DTypes((bool,)) + _INTEGRAL + _REAL_FLOATING + _COMPLEX_FLOATING
 _DEFAULTS = {"real floating": float32, "complex floating": complex64, "integral": int64,
              "indexing": int64}
 _KINDS = {
@@ -58,7 +80,7 @@ def _dtype(d):
     d = tf.as_dtype(d)
   except TypeError as err:
     raise TypeError(f"not a dtype: {d!r}") from err
-  if d not in _DTYPES and d not in (tf.float16, tf.bfloat16):  # Beyond the standard, allowed.
+  if d not in _DTYPES and d not in _FLOATING:  # float16, bfloat16: beyond it, allowed.
     raise TypeError(f"{d!r} is not an Array API dtype")
   return d
 
@@ -161,7 +183,7 @@ def _via_signed(fn, x, *args, **kwargs):
 def _is_float(x):
   """Real floating, float16 and bfloat16 (beyond the standard) included: rounding, NaN
   tests and NaN propagation apply to them too."""
-  return x.dtype in _REAL_FLOATING or x.dtype in (tf.float16, tf.bfloat16)
+  return x.dtype in _FLOATING
 
 
 def _is_complex(x):
@@ -208,7 +230,7 @@ def _dtype_of(type_):
 def finfo(type, /):  # pylint: disable=redefined-builtin
   d = _dtype_of(type)
   real = _REAL_OF.get(d, d)
-  if real not in _REAL_FLOATING + (tf.float16, tf.bfloat16):  # Beyond the standard too.
+  if real not in _FLOATING:
     raise TypeError(f"finfo needs a floating-point dtype, got {d!r}")
   info = (ml_dtypes.finfo if real == tf.bfloat16 else np.finfo)(_np_dtype(real))
   return _finfo_t(_py_int(info.bits), _py_float(info.eps), _py_float(info.max),

@@ -23,7 +23,7 @@ def _unary(name, float_fn, *, ints_identity=False, complex_fn=None):
   """An elementwise function of floats (and complex, and ints when they are the identity)."""
   def fn(x, /):
     x = _tensor(x)
-    if ints_identity and (_is_integral(x) or x.dtype == bool):
+    if ints_identity and (_is_integral(x) or x.dtype.is_bool):
       return x
     if complex_fn is not None and _is_complex(x):
       return complex_fn(x)
@@ -110,7 +110,7 @@ floor = _unary("floor", tf.math.floor, ints_identity=True)
 
 
 def _abs(x):
-  return x if x.dtype in _UNSIGNED or x.dtype == bool else tf.math.abs(x)
+  return x if x.dtype in _UNSIGNED or x.dtype.is_bool else tf.math.abs(x)
 
 
 def _complex_abs(z):
@@ -163,7 +163,7 @@ def square(x, /):
 
 def sign(x, /):
   x = _tensor(x)
-  if x.dtype in _UNSIGNED or x.dtype == bool:
+  if x.dtype in _UNSIGNED or x.dtype.is_bool:
     return tf.cast(tf.not_equal(x, tf.zeros([], x.dtype)), x.dtype)
   s = tf.math.sign(x)
   if _is_complex(x) and _in_xla():  # XLA's gives sign(0 + NaN j) = 0: the standard's NaN.

@@ -183,6 +183,10 @@ def _fast_binary(name, tf_fn, floating_only=False):
 
   def forward(self, other):
     t = self.tensor
+    if type(other) is float and t.dtype.is_floating:
+      # TensorFlow converts a float after a tensor to its dtype, as tf.constant(other,
+      # t.dtype) does, but in C: a Python call less per scalar operand eagerly.
+      return Array(tf_fn(t, other))
     if not floating_only or t.dtype.is_floating:
       o = _same_dtype(t, other)
       if o is not None:
@@ -279,8 +283,8 @@ def wrap(tree: Any) -> Any:
   if isinstance(tree, _TYPES):
     return Array(tree)
   kind = type(tree)
-  if kind is tuple or kind is list:
-    return kind(wrap(t) for t in tree)
+  if kind is tuple or kind is list:  # A list, not a generator: this runs on every op call.
+    return kind([wrap(t) for t in tree])
   if kind is dict:
     return {k: wrap(v) for k, v in tree.items()}
   if isinstance(tree, tuple) and hasattr(tree, "_fields"):
@@ -294,7 +298,7 @@ def unwrap(tree: Any) -> Any:
   if kind is Array:
     return tree.tensor
   if kind is tuple or kind is list:
-    return kind(unwrap(t) for t in tree)
+    return kind([t.tensor if type(t) is Array else unwrap(t) for t in tree])
   if kind is dict:
     return {k: unwrap(v) for k, v in tree.items()}
   if isinstance(tree, tuple) and hasattr(tree, "_fields"):
