@@ -29,3 +29,26 @@ def _vjp_through(backend: str):
 def backend_vjp(request):
   """``vjp(op, inputs, g, **params) -> (output, input cotangents)`` in one backend."""
   return _vjp_through(request.param)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _compile_caches_of_this_session(tmp_path_factory):
+  """Every compile cache a test or its subprocesses write (``python -m crossgrad.check``
+  defaults to ``~/.cache/crossgrad``; Inductor to ``/tmp/torchinductor_$USER``) lives in
+  this session's (with pytest-xdist: this worker's) temporary folder: no test reads
+  programs an earlier run or a parallel worker compiled, and none writes into $HOME."""
+  folder = tmp_path_factory.mktemp("compile_caches")
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setenv("CROSSGRAD_CACHE_DIR", str(folder / "crossgrad"))
+    patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(folder / "torchinductor"))
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _registries_left_as_found():
+  """A test that registers an op or a backend removes it again (a fixture's ops are
+  removed by that fixture): which tests share a process (pytest-xdist's workers, -k)
+  must never change what another test sees."""
+  ops, backends = cg.names(), base.names()
+  yield
+  assert (cg.names(), base.names()) == (ops, backends), "a test left a registration behind"

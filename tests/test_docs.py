@@ -15,6 +15,9 @@ import sys
 
 import pytest
 
+import crossgrad as cg
+from crossgrad.backends import base
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 RUNS = {"python", "bash"}
@@ -71,6 +74,20 @@ def run_page(path: pathlib.Path, tmp_path: pathlib.Path) -> int:
   return ran
 
 
+@pytest.fixture(name="page_registrations")
+def _page_registrations():
+  """The ops and backends a page registers are the page's own: removed after it, so each
+  page runs as a reader's fresh session would (never on another page's ops), whichever
+  pages ran before it in this process."""
+  ops, backends = set(cg.names()), set(base.names())
+  yield
+  for name in set(cg.names()) - ops:
+    cg.unregister(name)
+  for name in set(base.names()) - backends:
+    base.unregister(name)
+
+
+@pytest.mark.usefixtures("page_registrations")
 @pytest.mark.parametrize("path", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_page_runs(path, tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)

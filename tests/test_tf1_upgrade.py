@@ -169,9 +169,19 @@ def test_call_sites_of_a_rewritten_helper_are_kept(upgraded):
   assert "line 28: left: the helper it calls was not rewritten" in report  # No definition.
 
 
-def test_ports_are_written_with_a_check_command_per_op(upgraded):
+@pytest.fixture(name="ports", scope="module")
+def _ports(upgraded):
+  """The written ports module, loaded once (loading registers its ops); its ops are
+  unregistered after this file's tests, so no later test in the process sees them."""
+  import crossgrad as cg  # pylint: disable=g-import-not-at-top
+  before = set(cg.names())
+  yield _load(upgraded[0] / "upgrade_registered_ports.py")
+  for name in set(cg.names()) - before:
+    cg.unregister(name)
+
+
+def test_ports_are_written_with_a_check_command_per_op(upgraded, ports):
   out, report = upgraded
-  ports = _load(out / "upgrade_registered_ports.py", "upgrade_registered_ports")
   assert {op.name for op in vars(ports).values() if hasattr(op, "backward")} == {
       "upgrade_registered_relu_upgradehalfgrad", "upgrade_registered_abs_ste",
       "upgrade_registered_tanh", "upgrade_registered_relu_upgradeguidedrelu"}
@@ -181,9 +191,8 @@ def test_ports_are_written_with_a_check_command_per_op(upgraded):
           "--forward=forward_func --grad=backprop_func") in report
 
 
-def test_native_ports_cross_check_green(upgraded):
+def test_native_ports_cross_check_green(ports):
   import crossgrad as cg  # pylint: disable=g-import-not-at-top
-  ports = _load(upgraded[0] / "upgrade_registered_ports.py")
   report = cg.cross_check([ports.UPGRADE_REGISTERED_ABS_STE,
                            ports.UPGRADE_REGISTERED_RELU_UPGRADEGUIDEDRELU],
                           backends=["numpy", "tensorflow", "jax"], dtypes=["float64"],
