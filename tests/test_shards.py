@@ -183,3 +183,17 @@ def test_jobs_and_merge_exit_as_one_run(shard_files, tmp_path):
   assert merged.returncode == 1 and "shards_planted_square" in merged.stdout, merged.stderr
   assert "identity" not in json.loads((tmp_path / "merged.json").read_text())
   assert _check(f"--merge={','.join(shard_files['passing'])}", cwd=tmp_path).returncode == 0
+
+
+def test_a_shard_warms_up_only_the_backends_it_runs(ops, monkeypatch):
+  """`engine.cross_check` starts a backend's `warm_up` (torch's CPU probe) only in a shard
+  with units of that backend, with the modes the check runs."""
+  started = {}
+  for name in ("jax", "torch"):
+    monkeypatch.setattr(base.load(name), "warm_up", lambda modes, name=name:
+                        started.setdefault(name, list(modes)), raising=False)
+  units = [u for u in engine.work_units(ops[:1], ["float32"], ["jax", "torch"])
+           if u[3] != "torch"]
+  engine.cross_check(ops[:1], backends=["jax", "torch"], dtypes=["float32"],
+                     modes=["eager"], special=False, units=units)
+  assert started == {"jax": ["eager"]}
