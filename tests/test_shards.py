@@ -197,3 +197,24 @@ def test_a_shard_warms_up_only_the_backends_it_runs(ops, monkeypatch):
   engine.cross_check(ops[:1], backends=["jax", "torch"], dtypes=["float32"],
                      modes=["eager"], special=False, units=units)
   assert started == {"jax": ["eager"]}
+
+
+@pytest.mark.parametrize("in_job", [True, False])
+def test_a_job_exits_at_once_with_its_output_and_status(in_job):
+  """`jobs.exit_now` in a --jobs job: the status given, buffered output written, the
+  interpreter's teardown (atexit handlers) skipped; outside a job it returns."""
+  from crossgrad.checker import jobs  # pylint: disable=g-import-not-at-top
+  script = textwrap.dedent("""
+      import atexit, sys
+      from crossgrad.checker import jobs
+      atexit.register(lambda: print("teardown"))
+      print("report", end="")
+      jobs.exit_now(3)
+      print(" returned")
+      """)
+  env = {k: v for k, v in os.environ.items() if k != jobs.JOB_ENV}
+  env["PYTHONPATH"] = os.pathsep.join([str(ROOT.parent), env.get("PYTHONPATH", "")])
+  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**env, jobs.JOB_ENV: "1"} if in_job else env, check=False)
+  assert (result.returncode, result.stdout) == ((3, "report") if in_job
+                                                else (0, "report returned\nteardown\n"))
