@@ -157,10 +157,9 @@ def _asarray(obj, /, *, dtype=None, device=None, copy=None):
 
 
 def _cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-  """Keeps ``x``'s dtype unless told otherwise (torch widens integers to int64)."""
-  x = _tensor(x)
-  return compat.cumulative_sum(x, axis=axis, dtype=as_dtype(dtype) or x.dtype,
-                               include_initial=include_initial)
+  """The standard's dtype rule (``torch_array_api``), ``dtype`` also a name."""
+  return torch_array_api.FIXES["cumulative_sum"](
+      _tensor(x), axis=axis, dtype=as_dtype(dtype), include_initial=include_initial)
 
 
 def _concat(arrays, /, *, axis=0):

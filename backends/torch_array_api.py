@@ -20,8 +20,9 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
 - ``take_along_axis``, ``searchsorted``'s ``sorter``, ``repeat``'s ``repeats``: indices of
   any integer dtype (torch wants int64: "dtype of indices should be Long but got Int").
 - ``result_type`` of two integer dtypes: the standard's table also for uint16/32/64.
-- ``sum``, ``prod``, ``cumulative_prod`` of unsigned integers: uint64 (torch gives int64, and
-  has no uint16/32/64 kernels: those reduce in int64, whose bits wrap alike).
+- ``sum``, ``prod``, ``cumulative_sum``, ``cumulative_prod`` of unsigned integers: uint64
+  (torch gives int64, and has no uint16/32/64 kernels: those reduce in int64, whose bits wrap
+  alike); of signed integers the default integer dtype, int64 (as torch gives).
 - ``matmul``, ``vecdot``, ``tensordot`` of integers: the standard's promotion, in int64 where
   torch has no uint16/32/64 kernel or no promotion of the pair.
 - ``var``, ``std``: a fractional ``correction`` too.
@@ -209,9 +210,9 @@ _NO_KERNELS = (torch.uint16, torch.uint32, torch.uint64)  # No CPU sum/prod/cums
 
 
 def _unsigned_sums(f):
-  """``f`` (sum, prod, cumulative_prod) with the standard's dtype for unsigned input
-  (uint64, where torch gives int64), computed in int64 where torch has no kernel: the bits
-  wrap alike."""
+  """``f`` (sum, prod, cumulative_sum, cumulative_prod) with the standard's dtype for unsigned
+  input (uint64, where torch gives int64), computed in int64 where torch has no kernel: the
+  bits wrap alike."""
 
   @functools.wraps(f)  # f's signature (inspect.signature follows __wrapped__).
   def call(x, /, *, dtype=None, **kwargs):
@@ -351,7 +352,7 @@ FIXES = {
     "var": _fractional_correction(compat.var, root=False),
     "std": _fractional_correction(compat.std, root=True),
     **{name: _unsigned_sums(getattr(compat, name))
-       for name in ("sum", "prod", "cumulative_prod")},
+       for name in ("sum", "prod", "cumulative_sum", "cumulative_prod")},
     **{name: _integer_products(getattr(compat, name))
        for name in ("matmul", "vecdot", "tensordot")},
     **{name: _binary(getattr(compat, name)) for name in BINARY

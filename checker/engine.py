@@ -479,7 +479,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: 
           advisory="" if strict else "reference raises")] if own else []
   higher = higher_order.Case(op, params, label, dtype, list(inputs), list(cotangent),
                              tolerance, _comparer(tolerance, bitwise), settings.seed,
-                             second)
+                             second, (outputs, vjp_fn, ref_cts))
   target = _Target(op, params, list(inputs), cotangent, ref_outputs, ref_cts, case, higher,
                    tolerance, bitwise)
   for name, module in wanted.items():

@@ -81,6 +81,9 @@ class Case:
   compare: Callable[..., tuple[float, str]]
   seed: int = 0
   second: list[np.ndarray] | None = None  # Another sample: the batch's second example.
+  # The NumPy reference at ``inputs``, where the caller has it: outputs (a tuple), VJP
+  # function, and input cotangents for ``cotangent``. Rows reuse it instead of running it.
+  reference: tuple[tuple, Callable[..., Any], Sequence[Any]] | None = None
 
   def row(self, backend: str, device: str, mode: str, check: Check, error: float | None,
           ok: bool, note: str = "", seconds: float = 0.0, tolerance: float | None = None):
@@ -104,7 +107,8 @@ class Case:
   @functools.cached_property
   def jvp_reference(self) -> "Reference":
     return reference_jvp(self.op, self.params, self.inputs, self.tangents,
-                         self.rng("jvp directions"))
+                         self.rng("jvp directions"),
+                         None if self.reference is None else self.reference[0])
 
   @functools.cached_property
   def second_order_reference(self) -> "Reference":
@@ -113,19 +117,25 @@ class Case:
 
   @functools.cached_property
   def batch_reference(self) -> tuple[list, list, list, list]:
-    """The transformation modes' batch (`batch_of`), its cotangent, and the reference's
-    outputs and cotangents looped over it: computed once, shared by every backend."""
-    reference = base.load("numpy")
-    batch = batch_of(self.inputs, self.second)
+    """The transformation modes' batch (`batch_of`), its cotangent (the first example's is
+    ``cotangent``, the second's random), and the reference's outputs and cotangents looped
+    over it: computed once, shared by every backend; the first example's, and the forward
+    of a second example that is the first again, are ``reference``'s where it is given."""
+    numpy_backend = base.load("numpy")
+    examples = [self.inputs, second_example(self.inputs, self.second)]
+    first = self.reference or (*numpy_backend.vjp(self.op, *self.inputs, **self.params),
+                               None)
     rng = self.rng("batch")
     outputs, cotangents, expected = [], [], []
-    for b in range(BATCH):
-      example = [x[b] for x in batch]
-      out, vjp_fn = reference.vjp(self.op, *example, **self.params)
+    for b, example in enumerate(examples):
+      out, vjp_fn, cts = (first if example is self.inputs
+                          else (*numpy_backend.vjp(self.op, *example, **self.params), None))
       outs = validation.as_tuple(out)
-      cot = [rng.standard_normal(o.shape).astype(o.dtype)
-             if is_floating(o.dtype) else None for o in outs]
-      cts = vjp_fn(tuple(cot) if isinstance(out, tuple) else cot[0])
+      cot = list(self.cotangent) if b == 0 else [
+          rng.standard_normal(o.shape).astype(o.dtype) if is_floating(o.dtype) else None
+          for o in outs]
+      if b or cts is None:
+        cts = vjp_fn(tuple(cot) if isinstance(out, tuple) else cot[0])
       outputs.append(outs)
       cotangents.append(cot)
       expected.append(cts)
@@ -133,7 +143,8 @@ class Case:
     def stack(per_example):
       return [None if parts[0] is None else np.stack(parts) for parts in zip(*per_example)]
 
-    return batch, stack(cotangents), stack(outputs), stack(expected)
+    return ([np.stack([x, y]) for x, y in zip(*examples)], stack(cotangents),
+            stack(outputs), stack(expected))
 
   @property
   def fd_tolerance(self) -> float:
@@ -219,17 +230,19 @@ class Reference:
     return worst, note
 
 
-def reference_jvp(op: OpDef, params: dict, inputs, tangents, rng) -> Reference:
+def reference_jvp(op: OpDef, params: dict, inputs, tangents, rng,
+                  outputs: Any = None) -> Reference:
   """The forward-mode tangents each backend must compute, one per output (None for integer
   outputs): central differences of the forward for exact inputs, of the surrogate for a
   surrogate op's other inputs, and the transposed reference backward where a surrogate op
   declares no surrogate (in full from the VJPs of the output basis, or by dot products
-  with random output cotangents where the outputs are too large)."""
+  with random output cotangents where the outputs are too large). ``outputs``: the op's
+  outputs at ``inputs`` where the caller has them (only their shapes and dtypes count)."""
   reference = base.load("numpy")
   x, t = _wide(inputs), _wide(tangents)
-  raw = reference.get(op, **params)(*x)
-  outputs = validation.as_tuple(raw)
-  total = [np.zeros(np.shape(o)) for o in _floating(outputs)]
+  outputs = validation.as_tuple(reference.get(op, **params)(*x) if outputs is None
+                                else outputs)
+  total = [np.zeros(np.shape(o)) for o in outputs if is_floating(np.asarray(o).dtype)]
 
   def forward(xp, *args, **kw):
     return op.forward(xp, *args, **kw)[0]
@@ -258,7 +271,7 @@ def reference_jvp(op: OpDef, params: dict, inputs, tangents, rng) -> Reference:
 
   if not rest:
     return Reference(per_output(total))
-  _, vjp_fn = reference.vjp(op, *x, **params)
+  raw, vjp_fn = reference.vjp(op, *x, **params)
 
   def transposed(c):  # <c, J_rest t_rest> = <J_rest^T c, t_rest>
     cts = vjp_fn(tuple(c) if isinstance(raw, tuple) else c[0])
@@ -417,13 +430,14 @@ def _round_trip_row(case, backend, module, device, mode, eager, results) -> Row:
                   f"vs {module.MODES[0]}: " + ("bitwise equal" if err == 0 else note))
 
 
-def batch_of(inputs: Sequence[np.ndarray], second: Sequence[np.ndarray] | None):
-  """A batch of two examples: ``inputs`` and ``second`` (another sample, where it has the
-  same shapes and dtypes), else ``inputs`` twice."""
+def second_example(inputs: Sequence[np.ndarray],
+                   second: Sequence[np.ndarray] | None) -> Sequence[np.ndarray]:
+  """The transformation modes' batch is ``inputs`` and this second example: ``second`` (another sample) where it has the same shapes
+  and dtypes as ``inputs``, else ``inputs`` themselves."""
   if second is None or [(x.shape, x.dtype) for x in inputs] != [
       (y.shape, y.dtype) for y in second]:
-    second = inputs
-  return [np.stack([x, y]) for x, y in zip(inputs, second)]
+    return inputs
+  return second
 
 
 def transform_rows(case: Case, backend: str, module: Any, device: str,

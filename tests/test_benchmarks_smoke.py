@@ -189,15 +189,14 @@ def test_sizes_flag_reads_comma_separated_integers():
 def test_check_cost_sets_its_figures_against_issue_27s_targets():
   cache = [{"jobs": 1, "status": "ok", "cold s": 80.0, "warm s": 24.0, "warm / cold": 0.3},
            {"jobs": 2, "status": "ok", "cold s": 50.0, "warm s": 25.0, "warm / cold": 0.5}]
-  scaling = [(1000, 42, "ok", 4.0), (1000000, 42, "ok", 7.0)]
-  by_backend = [("jax", 20, "ok", 2.0, 5.0, 2.5)]
-  assert check_cost.targets(cache, scaling, by_backend) == [
+  by_backend = [("jax", 20, "ok", 2.0, 5.0, 2.5), ("torch", 50, "ok", 3.0, 5.25, 1.75)]
+  assert check_cost.targets(cache, by_backend) == [
       {"figure": "cold full check s", "value": 80.0, "target": 60.0, "met": False},
       {"figure": "warm / cold", "value": 0.3, "target": 0.4, "met": True},
       {"figure": "cold full check s, --jobs=2", "value": 50.0, "target": 60.0, "met": True},
       {"figure": "warm / cold, --jobs=2", "value": 0.5, "target": 0.4, "met": False},
-      {"figure": "leaky_relu check, 1M / 1K elements", "value": 1.75, "target": 2.0,
-       "met": True},
-      {"figure": "leaky_relu check, largest / smallest size, jax alone", "value": 2.5,
-       "target": 2.0, "met": False}]
-  assert check_cost.targets([], scaling[:1]) == []  # Quick runs: nothing to set.
+      {"figure": "leaky_relu check, 1M / 1K elements, jax alone", "value": 2.5,
+       "target": 2.0, "met": False},
+      {"figure": "leaky_relu check, 1M / 1K elements, torch alone", "value": 1.75,
+       "target": 2.0, "met": True}]
+  assert check_cost.targets([]) == []  # Quick runs: nothing to set.

@@ -511,6 +511,15 @@ _COMPLEX_CASES = [
     ("sqrt", complex(-inf, nan), complex(nan, inf)), ("sqrt", complex(inf, nan), complex(inf, nan)),
     ("sqrt", complex(nan, inf), complex(inf, inf)), ("sqrt", complex(-4.0, 0.0), 2j),
     ("sqrt", complex(-4.0, -0.0), complex(0.0, -2.0)),
+    # abs: +inf if a part is infinite (even beside NaN), else NaN if a part is NaN (XLA's
+    # expansion gave sqrt(2) for 1 + NaN j and NaN for NaN - inf j); sign: NaN + NaN j if a
+    # part is NaN (XLA's gave 0j for 0 + NaN j), 0 at 0, else x / |x|.
+    ("abs", complex(1.0, nan), complex(nan, 0.0)), ("abs", complex(nan, -inf), inf + 0j),
+    ("abs", complex(-inf, nan), inf + 0j), ("abs", complex(0.0, nan), complex(nan, 0.0)),
+    ("abs", complex(3.0, -4.0), 5 + 0j),
+    ("sign", complex(0.0, nan), complex(nan, nan)), ("sign", complex(nan, 1.5),
+                                                     complex(nan, nan)),
+    ("sign", complex(-0.0, 0.0), 0j), ("sign", complex(3.0, -4.0), complex(0.6, -0.8)),
 ]
 
 

@@ -33,8 +33,14 @@ def test_xp_has_the_standard_names_and_the_extensions():
     assert callable(getattr(xp, name)), name
   assert xp.int32 is torch.int32 and xp.float64 is torch.float64
   ints = torch.tensor([3, 1, 2], dtype=torch.int32)
-  assert xp.cumulative_sum(ints, axis=0).dtype == torch.int32  # torch alone gives int64.
-  np.testing.assert_array_equal(xp.cumulative_sum(ints, axis=0), [3, 4, 6])
+  # The standard: signed integers sum in the default integer dtype, unsigned in uint64
+  # (as NumPy's own cumulative_sum and sum).
+  for dtype, expected in ((torch.int32, torch.int64), (torch.uint8, torch.uint64),
+                          (torch.float32, torch.float32)):
+    out = xp.cumulative_sum(ints.to(dtype), axis=0)
+    numpy_out = np.cumulative_sum(ints.numpy().astype(str(dtype).removeprefix("torch.")))
+    assert out.dtype == expected and str(expected).endswith(numpy_out.dtype.name), dtype
+    np.testing.assert_array_equal(out, [3, 4, 6])
   np.testing.assert_array_equal(xp.astype(xp.concat([ints, ints]), "float32"),
                                 [3.0, 1.0, 2.0, 3.0, 1.0, 2.0])
   empty = xp.segment_min(torch.tensor([1.0, 2.0]), torch.tensor([0, 5]), 2)

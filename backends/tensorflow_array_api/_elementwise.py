@@ -113,7 +113,22 @@ def _abs(x):
   return x if x.dtype in _UNSIGNED or x.dtype == bool else tf.math.abs(x)
 
 
-abs = _unary("abs", _abs)  # pylint: disable=redefined-builtin
+def _complex_abs(z):
+  """|z|; under XLA (whose expansion gives ``|1 + NaN j| = sqrt(2)``, ``|NaN + inf j| = NaN``)
+  with the standard's cases where a part is not finite: +inf if a part is infinite, else NaN
+  if a part is NaN (TF's kernel gives those eagerly)."""
+  magnitude = tf.math.abs(z)
+  if not _in_xla():
+    return magnitude
+  a, b = tf.math.real(z), tf.math.imag(z)
+  nan = tf.logical_or(tf.math.is_nan(a), tf.math.is_nan(b))
+  magnitude = tf.where(nan, _nan_like(magnitude), magnitude)
+  infinite = tf.logical_or(tf.math.is_inf(a), tf.math.is_inf(b))
+  return tf.where(infinite, tf.fill(tf.shape(magnitude), tf.constant(math.inf, a.dtype)),
+                  magnitude)
+
+
+abs = _unary("abs", _abs, complex_fn=_complex_abs)  # pylint: disable=redefined-builtin
 
 
 def trunc(x, /):
@@ -151,6 +166,11 @@ def sign(x, /):
   if x.dtype in _UNSIGNED or x.dtype == bool:
     return tf.cast(tf.not_equal(x, tf.zeros([], x.dtype)), x.dtype)
   s = tf.math.sign(x)
+  if _is_complex(x) and _in_xla():  # XLA's gives sign(0 + NaN j) = 0: the standard's NaN.
+    a, b = tf.math.real(x), tf.math.imag(x)
+    nan = tf.logical_or(tf.math.is_nan(a), tf.math.is_nan(b))
+    nan_part = _nan_like(a)
+    return tf.where(nan, tf.complex(nan_part, nan_part), s)
   # TF's kernels give the standard's answer alone (NaN for NaN, +0 for both zeros); XLA's
   # Sign keeps -0, so under XLA (where the select fuses away) zeros are made +0.
   if _is_float(x) and _in_xla():
