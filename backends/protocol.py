@@ -146,9 +146,17 @@ class CompileCache(Protocol):
     """``{"hits": n, "misses": n}`` since `enable_compile_cache`; ``{}`` before it."""
 
 
+@runtime_checkable
+class WarmUp(Protocol):
+  """Optional: one-time start-up work begun before a check's first row."""
+
+  def warm_up(self, modes: Sequence[str]) -> None:
+    """Starts, without waiting for it, what the first evaluation in ``modes`` does first."""
+
+
 MEMBERS = ("NAME", "VERSION", "MODES", "xp", "get", "spec_of", "devices", "evaluate",
            "precision_scope", "register_container")
 OPTIONAL_MEMBERS = ("EXTRA_MODES", "TRANSFORMS", "UNSUPPORTED_CHECKS", "evaluate_higher_order",
                     "evaluate_transformed", "ARRAY_MODULES", "set_cpu_device_count",
-                    "enable_compile_cache", "compile_cache_stats",
+                    "enable_compile_cache", "compile_cache_stats", "warm_up",
                     "CONJUGATE_COMPLEX_GRADIENTS")

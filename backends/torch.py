@@ -21,6 +21,7 @@ import contextlib
 import functools
 import inspect
 import os
+import threading
 import types
 from typing import Any, Callable, Sequence
 
@@ -511,12 +512,36 @@ def _to_numpy(x: torch.Tensor) -> np.ndarray:
 
 
 _COMPILED: dict[Any, Callable[..., Any]] = {}
+_WARM_UP: list[threading.Thread] = []
+
+
+def _probe_cpu() -> None:
+  from torch._inductor import cpu_vec_isa  # pylint: disable=g-import-not-at-top
+  try:
+    cpu_vec_isa.pick_vec_isa()
+  except Exception:  # pylint: disable=broad-except  # The first compile probes and says.
+    pass
+
+
+def warm_up(modes: Sequence[str]) -> None:
+  """Starts, in a background thread, what the first ``torch.compile`` on the CPU would
+  otherwise do first: Inductor's probe of the CPU's vector instruction sets (a C++ test
+  program built per instruction set, several seconds of compiler time on a cold Inductor
+  cache, under a file lock that other processes sharing the cache wait on). The compiler
+  runs alongside the caller's other work; `_compiled` waits for it. Only with
+  ``"compile"`` in ``modes``; once per process."""
+  if "compile" in modes and not _WARM_UP:
+    _WARM_UP.append(threading.Thread(target=_probe_cpu, name="crossgrad-inductor-probe",
+                                     daemon=True))
+    _WARM_UP[0].start()
 
 
 def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
   """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`), made
   once in a code object of its own: Dynamo caches per code object, so each op keeps its
   own cache and recompile limit, and rows of other devices or dtypes reuse or extend it."""
+  for thread in _WARM_UP:
+    thread.join()  # `warm_up`'s probe, which Inductor would otherwise run (again) now.
   if fn not in _COMPILED:
     def run(*args):
       return fn(*args)

@@ -333,6 +333,9 @@ def cross_check(
   settings = _Settings(devices, modes, seed, progress or (lambda _: None),
                        compare.check_tolerance(tolerance), special_values.policy(special),
                        determinism, None if units is None else frozenset(units))
+  for name, module in modules.items():  # E.g. torch's CPU probe, alongside the first rows.
+    if hasattr(module, "warm_up") and settings.runs_backend(name):
+      module.warm_up(higher_order.modes_of(module, modes))
   rows: list[Row] = []
   with pinned(modules, precision):
     for index, op in enumerate(opdefs, 1):
@@ -373,6 +376,10 @@ class _Settings:
   def wants(self, op: OpDef, label: str, dtype: str, backend: str) -> bool:
     """Whether this check runs the unit (`work_units`)."""
     return self.units is None or (op.name, label, dtype, backend) in self.units
+
+  def runs_backend(self, backend: str) -> bool:
+    """Whether this check runs any unit of ``backend``."""
+    return self.units is None or any(unit[3] == backend for unit in self.units)
 
 
 def _op_rows(op: OpDef, counter: str, inputs, dtypes, reference, modules,

@@ -134,6 +134,7 @@ def main(argv):
     if status == 1 and capture.path:
       print(f"[crossgrad] framework messages: {capture.keep()} (--verbosity=0 shows them "
             "as they come)", file=sys.stderr)
+  jobs.exit_now(status)  # A --jobs job: its report is written, nothing else to wait for.
   return status
 
 

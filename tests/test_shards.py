@@ -183,3 +183,38 @@ def test_jobs_and_merge_exit_as_one_run(shard_files, tmp_path):
   assert merged.returncode == 1 and "shards_planted_square" in merged.stdout, merged.stderr
   assert "identity" not in json.loads((tmp_path / "merged.json").read_text())
   assert _check(f"--merge={','.join(shard_files['passing'])}", cwd=tmp_path).returncode == 0
+
+
+def test_a_shard_warms_up_only_the_backends_it_runs(ops, monkeypatch):
+  """`engine.cross_check` starts a backend's `warm_up` (torch's CPU probe) only in a shard
+  with units of that backend, with the modes the check runs."""
+  started = {}
+  for name in ("jax", "torch"):
+    monkeypatch.setattr(base.load(name), "warm_up", lambda modes, name=name:
+                        started.setdefault(name, list(modes)), raising=False)
+  units = [u for u in engine.work_units(ops[:1], ["float32"], ["jax", "torch"])
+           if u[3] != "torch"]
+  engine.cross_check(ops[:1], backends=["jax", "torch"], dtypes=["float32"],
+                     modes=["eager"], special=False, units=units)
+  assert started == {"jax": ["eager"]}
+
+
+@pytest.mark.parametrize("in_job", [True, False])
+def test_a_job_exits_at_once_with_its_output_and_status(in_job):
+  """`jobs.exit_now` in a --jobs job: the status given, buffered output written, the
+  interpreter's teardown (atexit handlers) skipped; outside a job it returns."""
+  from crossgrad.checker import jobs  # pylint: disable=g-import-not-at-top
+  script = textwrap.dedent("""
+      import atexit, sys
+      from crossgrad.checker import jobs
+      atexit.register(lambda: print("teardown"))
+      print("report", end="")
+      jobs.exit_now(3)
+      print(" returned")
+      """)
+  env = {k: v for k, v in os.environ.items() if k != jobs.JOB_ENV}
+  env["PYTHONPATH"] = os.pathsep.join([str(ROOT.parent), env.get("PYTHONPATH", "")])
+  result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**env, jobs.JOB_ENV: "1"} if in_job else env, check=False)
+  assert (result.returncode, result.stdout) == ((3, "report") if in_job
+                                                else (0, "report returned\nteardown\n"))

@@ -238,3 +238,23 @@ def test_cuda_matches_cpu():
   for a, b in zip(cpu[0] + cpu[1], cuda[0] + cuda[1]):
     if a is not None:
       np.testing.assert_allclose(b, a, rtol=1e-12)
+
+
+def test_warm_up_probes_the_cpu_once_in_the_background_for_compile_only(monkeypatch):
+  """`warm_up` runs Inductor's CPU probe (several seconds of C++ compiles on a cold cache)
+  in a thread of its own, once, and only where compiled rows will run."""
+  import threading  # pylint: disable=g-import-not-at-top
+  from torch._inductor import cpu_vec_isa  # pylint: disable=g-import-not-at-top
+  module = base.load("torch")
+  calls = []
+  monkeypatch.setattr(module, "_WARM_UP", [])
+  monkeypatch.setattr(cpu_vec_isa, "pick_vec_isa",
+                      lambda: calls.append(threading.current_thread().name))
+  module.warm_up(["eager"])
+  assert not module._WARM_UP and not calls  # pylint: disable=protected-access
+  module.warm_up(["eager", "compile"])
+  module.warm_up(["compile"])
+  [thread] = module._WARM_UP  # pylint: disable=protected-access
+  thread.join()
+  assert calls == ["crossgrad-inductor-probe"]
+  assert isinstance(module, protocol.WarmUp)
