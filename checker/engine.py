@@ -261,6 +261,15 @@ def _first_line(e: BaseException) -> str:
   return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
 
 
+def _warm_up(modules: dict[str, Any], modes: Sequence[str] | None,
+             settings: _Settings) -> None:
+  """Starts each checked backend's optional `warm_up` (torch: Inductor's CPU probe, which
+  then runs alongside the first rows)."""
+  for name, module in modules.items():
+    if hasattr(module, "warm_up") and settings.runs_backend(name):
+      module.warm_up(higher_order.modes_of(module, modes))
+
+
 def cross_check(
     ops: Iterable[str | OpDef] | str | OpDef | None = None,
     *,
@@ -333,9 +342,7 @@ def cross_check(
   settings = _Settings(devices, modes, seed, progress or (lambda _: None),
                        compare.check_tolerance(tolerance), special_values.policy(special),
                        determinism, None if units is None else frozenset(units))
-  for name, module in modules.items():  # E.g. torch's CPU probe, alongside the first rows.
-    if hasattr(module, "warm_up") and settings.runs_backend(name):
-      module.warm_up(higher_order.modes_of(module, modes))
+  _warm_up(modules, modes, settings)
   rows: list[Row] = []
   with pinned(modules, precision):
     for index, op in enumerate(opdefs, 1):
