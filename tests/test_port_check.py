@@ -155,10 +155,21 @@ def test_command_line_exits_2_on_module_problems(tmp_path):
 
 
 def test_command_line_modules_define_their_flags_only_when_run():
-  """Importing them next to crossgrad.check (its own --json, --module, --seed) is fine."""
+  """Importing them next to crossgrad.check (its own --json, --module, --seed) is fine.
+
+  The examples register their ops when imported: the ops and the modules this test newly
+  imported are removed again, so a later test in the process imports and registers afresh."""
   import importlib  # pylint: disable=g-import-not-at-top
-  for name in ("crossgrad.check", "crossgrad.tf1.scan", "crossgrad.tf1.port_check",
-               "crossgrad.benchmarks.tf1_port_overhead",
-               "crossgrad.benchmarks.array_api_conformance",
-               "crossgrad.examples.tf1_simple_network", "crossgrad.examples.tf1_square_cube"):
-    importlib.import_module(name)
+  ops, modules = set(cg.names()), set(sys.modules)
+  try:
+    for name in ("crossgrad.check", "crossgrad.tf1.scan", "crossgrad.tf1.port_check",
+                 "crossgrad.benchmarks.tf1_port_overhead",
+                 "crossgrad.benchmarks.array_api_conformance",
+                 "crossgrad.examples.tf1_simple_network", "crossgrad.examples.tf1_square_cube"):
+      importlib.import_module(name)
+  finally:
+    for name in set(cg.names()) - ops:
+      cg.unregister(name)
+    for name in set(sys.modules) - modules:
+      if name.startswith("crossgrad.examples."):
+        del sys.modules[name]
