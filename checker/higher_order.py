@@ -212,10 +212,12 @@ class Reference:
       if a.dtype.name != dtype or a.shape != e.shape:
         return float("inf"), (f"{name}: {a.dtype.name}{list(a.shape)}, "
                               f"want {dtype}{list(e.shape)}")
-      diff = np.abs(a.astype(np.float64) - e)
-      if np.isnan(diff).any():
+      diff = a.astype(np.float64)  # A copy, made |a - e| in place.
+      np.subtract(diff, e, out=diff)
+      largest = float(np.max(np.abs(diff, out=diff), initial=0.0))  # NaN where any is.
+      if np.isnan(largest):
         return float("inf"), f"{name}: NaN"
-      err = float(np.max(diff, initial=0.0)) / max(1.0, float(np.max(np.abs(e), initial=0.0)))
+      err = largest / max(1.0, float(np.max(e, initial=0.0)), -float(np.min(e, initial=0.0)))
       if self.dual is None and (err > worst or not note):
         worst, note = err, f"worst: {name}"
     if self.dual is not None:
