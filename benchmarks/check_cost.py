@@ -20,11 +20,17 @@ at 1M elements <= 2 x at 1K for each backend alone (every row; `scaling_by_backe
 ``--threads``: torch's intra-op threads in this process (default: torch's choice); one
 keeps a machine's other processes, which leave torch's second thread waiting for a core,
 from swamping torch's 1M rows there (TensorFlow and JAX fix their thread pools at start-up).
+Each timed check at one size starts with a full garbage collection, outside its time
+(`timed_check`): with three frameworks loaded (about a million objects) a full collection
+takes about 0.5 s, and one that the earlier runs' garbage had made due would otherwise land
+in whichever run comes next, whatever its size; one the timed run's own garbage makes due
+still counts.
 """
 
 from __future__ import annotations
 
 import collections
+import gc
 import math
 import subprocess
 import sys
@@ -128,15 +134,22 @@ def cache_rows(jobs: Sequence[int]) -> list[dict]:
   return rows
 
 
+def timed_check(**kwargs) -> tuple[float, "cg.Report"]:
+  """Seconds of ``cg.cross_check(["leaky_relu"], **kwargs)`` and its report, after a full
+  garbage collection (untimed) that leaves no earlier run's garbage to this one."""
+  gc.collect()
+  start = time.perf_counter()
+  report = cg.cross_check(["leaky_relu"], **kwargs)
+  return time.perf_counter() - start, report
+
+
 def scaling_rows(sizes: Sequence[int]) -> list[tuple]:
   """`cross_check(["leaky_relu"], inputs=[x])` at each size, split by where time went."""
   rows, n_params = [], len(cg.get("leaky_relu").param_sets)
   cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(16)])  # Frameworks start up.
   for size in sizes:
     x = leaky_relu_inputs(size)
-    start = time.perf_counter()
-    report = cg.cross_check(["leaky_relu"], inputs=[x])
-    total = time.perf_counter() - start
+    total, report = timed_check(inputs=[x])
     spent = collections.Counter()
     for row in report.rows:  # forward and vjp rows share one evaluation's seconds.
       if row.check != "vjp":
@@ -157,10 +170,9 @@ def backend_scaling_rows(sizes: Sequence[int] = BACKEND_SIZES) -> list[tuple]:
     cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(16)], backends=[backend])
     seconds, ok = {}, True
     for size in sizes:
-      start = time.perf_counter()
-      report = cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(size)],
-                              backends=[backend])
-      seconds[size], ok = time.perf_counter() - start, ok and report.ok
+      seconds[size], report = timed_check(inputs=[leaky_relu_inputs(size)],
+                                          backends=[backend])
+      ok = ok and report.ok
     rows.append((backend, len(report.rows), "ok" if ok else "FAIL",
                  *(seconds[n] for n in sizes), seconds[max(sizes)] / seconds[min(sizes)]))
   return rows
