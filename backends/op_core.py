@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, ContextManager, Sequence
+from typing import Any, Callable, ContextManager, Sequence, TypeVar
 
 from crossgrad.backends import base
 from crossgrad.registry import validation
@@ -102,13 +102,25 @@ class Forward:
     return self.outs[0] if self.specs.single else self.outs
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
 _SEEN_LIMIT = 256  # Signatures an op core remembers as checked (then it starts afresh).
+SPECS_LIMIT = 4096  # (shape, dtype) pairs an adapter's ``spec_of`` keeps one spec for.
 
 
-def _remember(seen: dict, key: Any, value: Any) -> Any:
-  if len(seen) >= _SEEN_LIMIT:
-    seen.clear()
-  seen[key] = value
+def interned(cache: dict[_K, _V], key: _K, make: Callable[[_K], _V], limit: int) -> _V:
+  """``cache[key]``, made by ``make(key)`` and stored on a miss (a hit costs one lookup).
+  Bounded: a process that keeps meeting new shapes or signatures would otherwise grow the
+  cache without end, so at ``limit`` entries it is cleared and starts afresh."""
+  try:
+    return cache[key]
+  except KeyError:
+    pass
+  value = make(key)  # First: a ``make`` that raises leaves the cache as it was.
+  if len(cache) >= limit:
+    cache.clear()
+  cache[key] = value
   return value
 
 
@@ -136,10 +148,9 @@ class OpCore:
     arrays = self.adapter.to_arrays(inputs)
     specs = tuple(map(self.adapter.spec_of, arrays))
     if self.adapter.tracing():
-      validation.check_inputs(self.op, self.name, specs, self.params)
-    elif specs not in self._checked_inputs:
-      validation.check_inputs(self.op, self.name, specs, self.params)
-      _remember(self._checked_inputs, specs, True)
+      self._check_input_specs(specs)
+    else:
+      interned(self._checked_inputs, specs, self._check_input_specs, _SEEN_LIMIT)
     return arrays
 
   def forward(self, inputs: Sequence[Any]) -> Forward:
@@ -151,11 +162,8 @@ class OpCore:
     outs = tuple(map(adapter.as_output, validation.as_tuple(outputs)))
     key = (tuple(map(adapter.spec_of, inputs)), tuple(map(adapter.spec_of, outs)),
            not isinstance(outputs, (tuple, list)))
-    tracing = adapter.tracing()
-    specs = None if tracing else self._specs.get(key)
-    if specs is None:
-      validation.check_output_dtypes(self.op, self.name, key[0], key[1])
-      specs = Specs(*key) if tracing else _remember(self._specs, key, Specs(*key))
+    specs = (self._checked_specs(key) if adapter.tracing()
+             else interned(self._specs, key, self._checked_specs, _SEEN_LIMIT))
     return Forward(outs, residuals, specs)
 
   def backward(self, residuals: Any, upstream: Sequence[Any], specs: Specs,
@@ -175,6 +183,18 @@ class OpCore:
       cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
                                                self.adapter.spec_of)
     return self._conjugated(cotangents, specs.inputs) if convert else cotangents
+
+  def _check_input_specs(self, specs: tuple[ArraySpec, ...]) -> bool:
+    """Checks a call's input specs (`validation.check_inputs`); True, what `prepare`
+    remembers for them."""
+    validation.check_inputs(self.op, self.name, specs, self.params)
+    return True
+
+  def _checked_specs(self, key: tuple) -> Specs:
+    """The `Specs` of a forward, keyed (input specs, output specs, single), its outputs'
+    dtypes checked."""
+    validation.check_output_dtypes(self.op, self.name, key[0], key[1])
+    return Specs(*key)
 
   def _match(self, cotangents: Any, specs: Sequence[ArraySpec]) -> bool:
     """Whether ``cotangents`` is a tuple with, for each input, None where it is

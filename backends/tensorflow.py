@@ -103,12 +103,11 @@ def spec_of(x: Any) -> validation.ArraySpec:
   theirs by identity, and TensorFlow's Python ``DType.name`` runs once."""
   shape = x.shape
   key = (None if shape.rank is None else tuple(shape.as_list()), x.dtype)
-  spec = _SPECS.get(key)
-  if spec is None:
-    if len(_SPECS) >= 4096:
-      _SPECS.clear()
-    spec = _SPECS[key] = validation.ArraySpec(key[0], tf.as_dtype(x.dtype).name)
-  return spec
+  return op_core.interned(_SPECS, key, _new_spec, op_core.SPECS_LIMIT)
+
+
+def _new_spec(key: tuple[tuple[int | None, ...] | None, tf.DType]) -> validation.ArraySpec:
+  return validation.ArraySpec(key[0], tf.as_dtype(key[1]).name)
 
 
 def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:

@@ -217,20 +217,16 @@ _SPECS: dict[tuple, validation.ArraySpec] = {}
 def spec_of(x: Any) -> validation.ArraySpec:
   """One `ArraySpec` object per (shape, dtype) seen eagerly: the op core's checks, run for
   each call, then find theirs by identity (Dynamo traces a fresh one)."""
-  if torch.compiler.is_compiling():
-    return _new_spec(x)
   key = (x.shape, x.dtype)
-  spec = _SPECS.get(key)
-  if spec is None:
-    if len(_SPECS) >= 4096:
-      _SPECS.clear()
-    spec = _SPECS[key] = _new_spec(x)
-  return spec
+  if torch.compiler.is_compiling():
+    return _new_spec(key)
+  return op_core.interned(_SPECS, key, _new_spec, op_core.SPECS_LIMIT)
 
 
-def _new_spec(x: Any) -> validation.ArraySpec:
-  name = _DTYPE_NAMES.get(x.dtype) or str(x.dtype).removeprefix("torch.")
-  return validation.ArraySpec(tuple(x.shape), name)
+def _new_spec(key: tuple[torch.Size, torch.dtype]) -> validation.ArraySpec:
+  shape, dtype = key
+  name = _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
+  return validation.ArraySpec(tuple(shape), name)
 
 
 def _read_values(x: Any):
