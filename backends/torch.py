@@ -508,7 +508,7 @@ def _to_numpy(x: torch.Tensor) -> np.ndarray:
 
 
 _COMPILED: dict[Any, Callable[..., Any]] = {}
-_WARM_UP: list[threading.Thread] = []
+_WARM_UP: threading.Thread | None = None  # `warm_up`'s probe, once started.
 
 
 def _probe_cpu() -> None:
@@ -526,18 +526,19 @@ def warm_up(modes: Sequence[str]) -> None:
   cache, under a file lock that other processes sharing the cache wait on). The compiler
   runs alongside the caller's other work; `_compiled` waits for it. Only with
   ``"compile"`` in ``modes``; once per process."""
-  if "compile" in modes and not _WARM_UP:
-    _WARM_UP.append(threading.Thread(target=_probe_cpu, name="crossgrad-inductor-probe",
-                                     daemon=True))
-    _WARM_UP[0].start()
+  global _WARM_UP
+  if "compile" in modes and _WARM_UP is None:
+    _WARM_UP = threading.Thread(target=_probe_cpu, name="crossgrad-inductor-probe",
+                                daemon=True)
+    _WARM_UP.start()
 
 
 def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
   """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`), made
   once in a code object of its own: Dynamo caches per code object, so each op keeps its
   own cache and recompile limit, and rows of other devices or dtypes reuse or extend it."""
-  for thread in _WARM_UP:
-    thread.join()  # `warm_up`'s probe, which Inductor would otherwise run (again) now.
+  if _WARM_UP is not None:
+    _WARM_UP.join()  # `warm_up`'s probe, which Inductor would otherwise run (again) now.
   if fn not in _COMPILED:
     def run(*args):
       return fn(*args)
