@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, ContextManager, Sequence, TypeVar
+from typing import Any, Callable, ContextManager, Sequence
 
 from crossgrad.backends import base
 from crossgrad.registry import validation
@@ -102,26 +102,8 @@ class Forward:
     return self.outs[0] if self.specs.single else self.outs
 
 
-_K = TypeVar("_K")
-_V = TypeVar("_V")
-
 _SEEN_LIMIT = 256  # Signatures an op core remembers as checked (then it starts afresh).
 SPECS_LIMIT = 4096  # (shape, dtype) pairs an adapter's ``spec_of`` keeps one spec for.
-
-
-def interned(cache: dict[_K, _V], key: _K, make: Callable[[_K], _V], limit: int) -> _V:
-  """``cache[key]``, made by ``make(key)`` and stored on a miss (a hit costs one lookup).
-  Bounded: a process that keeps meeting new shapes or signatures would otherwise grow the
-  cache without end, so at ``limit`` entries it is cleared and starts afresh."""
-  try:
-    return cache[key]
-  except KeyError:
-    pass
-  value = make(key)  # First: a ``make`` that raises leaves the cache as it was.
-  if len(cache) >= limit:
-    cache.clear()
-  cache[key] = value
-  return value
 
 
 class OpCore:
@@ -150,7 +132,7 @@ class OpCore:
     if self.adapter.tracing():
       self._check_input_specs(specs)
     else:
-      interned(self._checked_inputs, specs, self._check_input_specs, _SEEN_LIMIT)
+      base.interned(self._checked_inputs, specs, self._check_input_specs, _SEEN_LIMIT)
     return arrays
 
   def forward(self, inputs: Sequence[Any]) -> Forward:
@@ -163,7 +145,7 @@ class OpCore:
     key = (tuple(map(adapter.spec_of, inputs)), tuple(map(adapter.spec_of, outs)),
            not isinstance(outputs, (tuple, list)))
     specs = (self._checked_specs(key) if adapter.tracing()
-             else interned(self._specs, key, self._checked_specs, _SEEN_LIMIT))
+             else base.interned(self._specs, key, self._checked_specs, _SEEN_LIMIT))
     return Forward(outs, residuals, specs)
 
   def backward(self, residuals: Any, upstream: Sequence[Any], specs: Specs,

@@ -220,7 +220,7 @@ def spec_of(x: Any) -> validation.ArraySpec:
   key = (x.shape, x.dtype)
   if torch.compiler.is_compiling():
     return _new_spec(key)
-  return op_core.interned(_SPECS, key, _new_spec, op_core.SPECS_LIMIT)
+  return base.interned(_SPECS, key, _new_spec, op_core.SPECS_LIMIT)
 
 
 def _new_spec(key: tuple[torch.Size, torch.dtype]) -> validation.ArraySpec:
@@ -535,16 +535,14 @@ def warm_up(modes: Sequence[str]) -> None:
 
 def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
   """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`), made
-  once in a code object of its own: Dynamo caches per code object, so each op keeps its
-  own cache and recompile limit, and rows of other devices or dtypes reuse or extend it."""
+  once in a code object of its own (`base.own_code`): each op keeps its own Dynamo cache
+  and recompile limit, and rows of other devices or dtypes reuse or extend it."""
   if _WARM_UP is not None:
     _WARM_UP.join()  # `warm_up`'s probe, which Inductor would otherwise run (again) now.
   if fn not in _COMPILED:
     def run(*args):
       return fn(*args)
-    fresh = types.FunctionType(run.__code__.replace(), run.__globals__, "run", None,
-                               run.__closure__)
-    _COMPILED[fn] = torch.compile(fresh, fullgraph=True, dynamic=False)
+    _COMPILED[fn] = torch.compile(base.own_code(run), fullgraph=True, dynamic=False)
   return _COMPILED[fn]
 
 

@@ -142,7 +142,7 @@ def test_every_built_in_backend_emits_through_the_core():
 
 
 def test_interned_makes_each_value_once_and_starts_afresh_at_its_limit():
-  """`op_core.interned` (the specs and checks each eager call looks up): a hit returns the
+  """`base.interned` (the specs and checks each eager call looks up): a hit returns the
   stored object without calling ``make``; a miss at the limit clears the cache first; a
   ``make`` that raises (a failed check) leaves the cache as it was."""
   made = []
@@ -154,11 +154,11 @@ def test_interned_makes_each_value_once_and_starts_afresh_at_its_limit():
     return [key]
 
   cache = {}
-  first = op_core.interned(cache, "a", make, limit=2)
-  assert op_core.interned(cache, "a", make, limit=2) is first and made == ["a"]
-  op_core.interned(cache, "b", make, limit=2)
+  first = base.interned(cache, "a", make, limit=2)
+  assert base.interned(cache, "a", make, limit=2) is first and made == ["a"]
+  base.interned(cache, "b", make, limit=2)
   with pytest.raises(ValueError):
-    op_core.interned(cache, "bad", make, limit=2)
+    base.interned(cache, "bad", make, limit=2)
   assert list(cache) == ["a", "b"]
-  assert op_core.interned(cache, "c", make, limit=2) == ["c"]
+  assert base.interned(cache, "c", make, limit=2) == ["c"]
   assert list(cache) == ["c"] and made == ["a", "b", "bad", "c"]
