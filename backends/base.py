@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
 import sys
-from typing import Any, Callable, Sequence
+import types
+from typing import Any, Callable, Sequence, TypeVar
 
 from crossgrad.backends import protocol
 from crossgrad.registry import op_registry
@@ -115,16 +117,44 @@ def check_mode(backend: str, mode: str, modes: tuple[str, ...]):
                          expected=" or ".join(modes), actual=repr(mode))
 
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+def interned(cache: dict[_K, _V], key: _K, make: Callable[[_K], _V], limit: int) -> _V:
+  """``cache[key]``, made by ``make(key)`` and stored on a miss (a hit costs one lookup).
+  Bounded: a process that keeps meeting new shapes or signatures would otherwise grow the
+  cache without end, so at ``limit`` entries it is cleared and starts afresh."""
+  try:
+    return cache[key]
+  except KeyError:
+    pass
+  value = make(key)  # First: a ``make`` that raises leaves the cache as it was.
+  if len(cache) >= limit:
+    cache.clear()
+  cache[key] = value
+  return value
+
+
 def compiled(key: tuple, build: Callable[[], Any]) -> Any:
   """``build()``'s result, made once per ``key`` (emitted function, mode, device): a
   backend's `evaluate` keeps its traced and compiled runner, so evaluating an op again on
   inputs of the same shapes and dtypes (the cross-check's special values) compiles nothing.
   Bounded: forgets everything past 256 keys."""
-  if key not in _COMPILED:
-    if len(_COMPILED) >= 256:
-      _COMPILED.clear()
-    _COMPILED[key] = build()
-  return _COMPILED[key]
+  return interned(_COMPILED, key, lambda _: build(), 256)
+
+
+_OWN_CODES = itertools.count()
+
+
+def own_code(fn: Callable[..., Any]) -> Callable[..., Any]:
+  """``fn`` with a code object of its own, named apart (code objects compare by value).
+  Frameworks keep per-function state by code object (Dynamo its cache and recompile
+  limit, `tf.function` its count of retracing calls), so closures made by one line would
+  share it: TF would warn of "retracing" where each of them traced once."""
+  name = f"{fn.__code__.co_name}_{next(_OWN_CODES)}"
+  return types.FunctionType(fn.__code__.replace(co_name=name, co_qualname=name),
+                            fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
 def merge_cotangents(op: OpDef, diff_cotangents) -> tuple:

@@ -103,13 +103,7 @@ class Forward:
 
 
 _SEEN_LIMIT = 256  # Signatures an op core remembers as checked (then it starts afresh).
-
-
-def _remember(seen: dict, key: Any, value: Any) -> Any:
-  if len(seen) >= _SEEN_LIMIT:
-    seen.clear()
-  seen[key] = value
-  return value
+SPECS_LIMIT = 4096  # (shape, dtype) pairs an adapter's ``spec_of`` keeps one spec for.
 
 
 class OpCore:
@@ -136,10 +130,9 @@ class OpCore:
     arrays = self.adapter.to_arrays(inputs)
     specs = tuple(map(self.adapter.spec_of, arrays))
     if self.adapter.tracing():
-      validation.check_inputs(self.op, self.name, specs, self.params)
-    elif specs not in self._checked_inputs:
-      validation.check_inputs(self.op, self.name, specs, self.params)
-      _remember(self._checked_inputs, specs, True)
+      self._check_input_specs(specs)
+    else:
+      base.interned(self._checked_inputs, specs, self._check_input_specs, _SEEN_LIMIT)
     return arrays
 
   def forward(self, inputs: Sequence[Any]) -> Forward:
@@ -151,11 +144,8 @@ class OpCore:
     outs = tuple(map(adapter.as_output, validation.as_tuple(outputs)))
     key = (tuple(map(adapter.spec_of, inputs)), tuple(map(adapter.spec_of, outs)),
            not isinstance(outputs, (tuple, list)))
-    tracing = adapter.tracing()
-    specs = None if tracing else self._specs.get(key)
-    if specs is None:
-      validation.check_output_dtypes(self.op, self.name, key[0], key[1])
-      specs = Specs(*key) if tracing else _remember(self._specs, key, Specs(*key))
+    specs = (self._checked_specs(key) if adapter.tracing()
+             else base.interned(self._specs, key, self._checked_specs, _SEEN_LIMIT))
     return Forward(outs, residuals, specs)
 
   def backward(self, residuals: Any, upstream: Sequence[Any], specs: Specs,
@@ -175,6 +165,18 @@ class OpCore:
       cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
                                                self.adapter.spec_of)
     return self._conjugated(cotangents, specs.inputs) if convert else cotangents
+
+  def _check_input_specs(self, specs: tuple[ArraySpec, ...]) -> bool:
+    """Checks a call's input specs (`validation.check_inputs`); True, what `prepare`
+    remembers for them."""
+    validation.check_inputs(self.op, self.name, specs, self.params)
+    return True
+
+  def _checked_specs(self, key: tuple) -> Specs:
+    """The `Specs` of a forward, keyed (input specs, output specs, single), its outputs'
+    dtypes checked."""
+    validation.check_output_dtypes(self.op, self.name, key[0], key[1])
+    return Specs(*key)
 
   def _match(self, cotangents: Any, specs: Sequence[ArraySpec]) -> bool:
     """Whether ``cotangents`` is a tuple with, for each input, None where it is

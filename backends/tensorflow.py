@@ -103,12 +103,11 @@ def spec_of(x: Any) -> validation.ArraySpec:
   theirs by identity, and TensorFlow's Python ``DType.name`` runs once."""
   shape = x.shape
   key = (None if shape.rank is None else tuple(shape.as_list()), x.dtype)
-  spec = _SPECS.get(key)
-  if spec is None:
-    if len(_SPECS) >= 4096:
-      _SPECS.clear()
-    spec = _SPECS[key] = validation.ArraySpec(key[0], tf.as_dtype(x.dtype).name)
-  return spec
+  return base.interned(_SPECS, key, _new_spec, op_core.SPECS_LIMIT)
+
+
+def _new_spec(key: tuple[tuple[int | None, ...] | None, tf.DType]) -> validation.ArraySpec:
+  return validation.ArraySpec(key[0], tf.as_dtype(key[1]).name)
 
 
 def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:
@@ -235,12 +234,16 @@ def _run_on(device: str, mode: str, arrays: Any, run: Callable[..., Any], op: Op
             inputs, *what: Any):
   """``run(fn, *arrays)`` as tensors on ``device``: eagerly, in a graph or under XLA (the
   export round trips run eagerly); results as NumPy (None stays None). The graph of
-  (emitted function, mode, device, ``what`` it runs) is traced once (`base.compiled`)."""
+  (emitted function, mode, device, input shapes and dtypes, ``what`` it runs) is traced
+  once (`base.compiled`), in a function of its own (`base.own_code`): TF sees no function
+  retrace, so checks at several sizes do not warn of retracing."""
   fn = _function(op, params, inputs, mode)
   call = lambda *a: run(fn, *a)  # pylint: disable=unnecessary-lambda-assignment
   if mode in ("graph", "jit"):
-    call = base.compiled((fn, mode, device, *what), lambda: tf.function(
-        call, jit_compile=(mode == "jit"), autograph=False))
+    signature = tuple(None if a is None else (np.shape(a), np.result_type(a))
+                      for a in tf.nest.flatten(arrays))
+    call = base.compiled((fn, mode, device, signature, *what), lambda: tf.function(
+        base.own_code(call), jit_compile=(mode == "jit"), autograph=False))
   scope = (_ROUND_TRIPS[mode][1](inputs) if mode in _ROUND_TRIPS
            else contextlib.nullcontext())
   with tf.device("/device:" + device.upper()), scope:

@@ -217,20 +217,16 @@ _SPECS: dict[tuple, validation.ArraySpec] = {}
 def spec_of(x: Any) -> validation.ArraySpec:
   """One `ArraySpec` object per (shape, dtype) seen eagerly: the op core's checks, run for
   each call, then find theirs by identity (Dynamo traces a fresh one)."""
-  if torch.compiler.is_compiling():
-    return _new_spec(x)
   key = (x.shape, x.dtype)
-  spec = _SPECS.get(key)
-  if spec is None:
-    if len(_SPECS) >= 4096:
-      _SPECS.clear()
-    spec = _SPECS[key] = _new_spec(x)
-  return spec
+  if torch.compiler.is_compiling():
+    return _new_spec(key)
+  return base.interned(_SPECS, key, _new_spec, op_core.SPECS_LIMIT)
 
 
-def _new_spec(x: Any) -> validation.ArraySpec:
-  name = _DTYPE_NAMES.get(x.dtype) or str(x.dtype).removeprefix("torch.")
-  return validation.ArraySpec(tuple(x.shape), name)
+def _new_spec(key: tuple[torch.Size, torch.dtype]) -> validation.ArraySpec:
+  shape, dtype = key
+  name = _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
+  return validation.ArraySpec(tuple(shape), name)
 
 
 def _read_values(x: Any):
@@ -512,7 +508,7 @@ def _to_numpy(x: torch.Tensor) -> np.ndarray:
 
 
 _COMPILED: dict[Any, Callable[..., Any]] = {}
-_WARM_UP: list[threading.Thread] = []
+_WARM_UP: threading.Thread | None = None  # `warm_up`'s probe, once started.
 
 
 def _probe_cpu() -> None:
@@ -530,24 +526,23 @@ def warm_up(modes: Sequence[str]) -> None:
   cache, under a file lock that other processes sharing the cache wait on). The compiler
   runs alongside the caller's other work; `_compiled` waits for it. Only with
   ``"compile"`` in ``modes``; once per process."""
-  if "compile" in modes and not _WARM_UP:
-    _WARM_UP.append(threading.Thread(target=_probe_cpu, name="crossgrad-inductor-probe",
-                                     daemon=True))
-    _WARM_UP[0].start()
+  global _WARM_UP
+  if "compile" in modes and _WARM_UP is None:
+    _WARM_UP = threading.Thread(target=_probe_cpu, name="crossgrad-inductor-probe",
+                                daemon=True)
+    _WARM_UP.start()
 
 
 def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
   """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`), made
-  once in a code object of its own: Dynamo caches per code object, so each op keeps its
-  own cache and recompile limit, and rows of other devices or dtypes reuse or extend it."""
-  for thread in _WARM_UP:
-    thread.join()  # `warm_up`'s probe, which Inductor would otherwise run (again) now.
+  once in a code object of its own (`base.own_code`): each op keeps its own Dynamo cache
+  and recompile limit, and rows of other devices or dtypes reuse or extend it."""
+  if _WARM_UP is not None:
+    _WARM_UP.join()  # `warm_up`'s probe, which Inductor would otherwise run (again) now.
   if fn not in _COMPILED:
     def run(*args):
       return fn(*args)
-    fresh = types.FunctionType(run.__code__.replace(), run.__globals__, "run", None,
-                               run.__closure__)
-    _COMPILED[fn] = torch.compile(fresh, fullgraph=True, dynamic=False)
+    _COMPILED[fn] = torch.compile(base.own_code(run), fullgraph=True, dynamic=False)
   return _COMPILED[fn]
 
 

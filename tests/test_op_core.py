@@ -139,3 +139,26 @@ def test_every_built_in_backend_emits_through_the_core():
     emitted = getattr(cg, backend).get(_op("correct"))
     assert isinstance(emitted.core, op_core.OpCore), backend
     assert emitted.core.name == backend
+
+
+def test_interned_makes_each_value_once_and_starts_afresh_at_its_limit():
+  """`base.interned` (the specs and checks each eager call looks up): a hit returns the
+  stored object without calling ``make``; a miss at the limit clears the cache first; a
+  ``make`` that raises (a failed check) leaves the cache as it was."""
+  made = []
+
+  def make(key):
+    made.append(key)
+    if key == "bad":
+      raise ValueError(key)
+    return [key]
+
+  cache = {}
+  first = base.interned(cache, "a", make, limit=2)
+  assert base.interned(cache, "a", make, limit=2) is first and made == ["a"]
+  base.interned(cache, "b", make, limit=2)
+  with pytest.raises(ValueError):
+    base.interned(cache, "bad", make, limit=2)
+  assert list(cache) == ["a", "b"]
+  assert base.interned(cache, "c", make, limit=2) == ["c"]
+  assert list(cache) == ["c"] and made == ["a", "b", "bad", "c"]

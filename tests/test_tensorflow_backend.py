@@ -120,3 +120,23 @@ def test_forward_mode_tangents_that_come_as_indexed_slices_are_dense(mode):
   np.add.at(expected, ids, tangent)  # The op is linear: its tangent is the op of the tangent.
   np.testing.assert_array_equal(out_tangent, expected)
   np.testing.assert_array_equal(second[0], np.zeros((4, 2)))
+
+
+def test_checks_at_several_sizes_do_not_warn_of_retracing():
+  """The check's graph and XLA programs are traced once per input signature, each in a
+  function of its own: checking one op at several sizes from Python logs none of TF's
+  "triggered tf.function retracing" warnings (each program traced once, as it should)."""
+  import logging  # pylint: disable=g-import-not-at-top
+  messages = []
+  handler = logging.Handler()
+  handler.emit = lambda record: messages.append(record.getMessage())
+  tf.get_logger().addHandler(handler)
+  try:
+    reports = [cg.cross_check(["leaky_relu"], backends=["tensorflow"], modes=["graph", "jit"],
+                              dtypes=["float32"], special=False,
+                              inputs=[np.linspace(0.5, 2.0, n) * (-1.0) ** np.arange(n)])
+               for n in (5, 7, 9, 11, 13)]  # Signs alternate: no input at the kink, 0.
+  finally:
+    tf.get_logger().removeHandler(handler)
+  assert all(report.ok for report in reports)
+  assert not [m for m in messages if "retracing" in m], messages

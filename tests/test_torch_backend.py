@@ -247,14 +247,15 @@ def test_warm_up_probes_the_cpu_once_in_the_background_for_compile_only(monkeypa
   from torch._inductor import cpu_vec_isa  # pylint: disable=g-import-not-at-top
   module = base.load("torch")
   calls = []
-  monkeypatch.setattr(module, "_WARM_UP", [])
+  monkeypatch.setattr(module, "_WARM_UP", None)
   monkeypatch.setattr(cpu_vec_isa, "pick_vec_isa",
                       lambda: calls.append(threading.current_thread().name))
   module.warm_up(["eager"])
-  assert not module._WARM_UP and not calls  # pylint: disable=protected-access
+  assert module._WARM_UP is None and not calls  # pylint: disable=protected-access
   module.warm_up(["eager", "compile"])
+  thread = module._WARM_UP  # pylint: disable=protected-access
   module.warm_up(["compile"])
-  [thread] = module._WARM_UP  # pylint: disable=protected-access
+  assert module._WARM_UP is thread  # pylint: disable=protected-access  # Once.
   thread.join()
   assert calls == ["crossgrad-inductor-probe"]
   assert isinstance(module, protocol.WarmUp)
