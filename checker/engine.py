@@ -177,11 +177,9 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
     names = "inputs " + ", ".join(op.input_names[i] for i in argnums)
     start = time.perf_counter()
     try:
-      at = [compare.as_real(inputs[i]) for i in argnums]
-      # Differentiating the forward: its outputs at ``at`` are the VJP's, which the first
-      # cotangent needs anyway (`vjp_at` keeps it), so no forward of their own.
-      outputs = floating(vjp_at(at)[0]) if function is forward else None
-      err, how = finite_diff.vjp_error(target, vjp, at, np.random.default_rng(seed), outputs)
+      at = [compare.as_real(inputs[i]) for i in argnums]  # The forward's outputs: `vjp_at`'s.
+      err, how = finite_diff.vjp_error(target, vjp, at, np.random.default_rng(seed),
+                                       floating(vjp_at(at)[0]) if function is forward else None)
     except Exception as e:  # pylint: disable=broad-except  # Informational rows stay so.
       return context.row(check, None, finite_diff.TOLERANCE, not must_pass, _first_line(e),
                          time.perf_counter() - start)
