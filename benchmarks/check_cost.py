@@ -17,7 +17,8 @@ empty compile cache) then warm (the cache the cold run left; docs/cross-check.md
 caches across runs"), per ``--jobs`` count (`JOBS`). The `check_cost` table sets these
 figures against issue 27's targets: cold <= 60 s, warm <= 0.4 x cold, and one op's check
 at 1M elements <= 2 x at 1K for each backend alone (every row; `scaling_by_backend`).
-``--threads``: torch's intra-op threads in this process (default: torch's choice); one
+``--threads``: torch's intra-op threads in this process and in torch's own scaling process
+(`backend_scaling_rows`: each backend in a fresh one; default: torch's choice); one
 keeps a machine's other processes, which leave torch's second thread waiting for a core,
 from swamping torch's 1M rows there (TensorFlow and JAX fix their thread pools at start-up).
 Each timed check at one size starts with a full garbage collection, outside its time
@@ -31,7 +32,9 @@ from __future__ import annotations
 
 import collections
 import gc
+import json
 import math
+import os
 import subprocess
 import sys
 import tempfile
@@ -161,20 +164,36 @@ def scaling_rows(sizes: Sequence[int]) -> list[tuple]:
   return rows
 
 
-def backend_scaling_rows(sizes: Sequence[int] = BACKEND_SIZES) -> list[tuple]:
-  """`cross_check(["leaky_relu"], inputs=[x], backends=[b])` for each backend alone at each
-  size (every row; started up first), and the largest size's time over the smallest's."""
+def backend_scaling_row(backend: str, sizes: Sequence[int], threads: int | None = None) -> tuple:
+  """`cross_check(["leaky_relu"], inputs=[x], backends=[backend])` in this process, started
+  up at 16 elements, then once at each size (its compilation included, as in a user's
+  first check of an op at that size); the largest size's time over the smallest's."""
+  if threads and backend == "torch":
+    import torch  # pylint: disable=g-import-not-at-top
+    torch.set_num_threads(threads)
+  cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(16)], backends=[backend])
+  seconds, ok = {}, True
+  for size in sizes:
+    seconds[size], report = timed_check(inputs=[leaky_relu_inputs(size)], backends=[backend])
+    ok = ok and report.ok
+  return (backend, len(report.rows), "ok" if ok else "FAIL",
+          *(seconds[n] for n in sizes), seconds[max(sizes)] / seconds[min(sizes)])
+
+
+def backend_scaling_rows(sizes: Sequence[int] = BACKEND_SIZES,
+                         threads: int | None = None) -> list[tuple]:
+  """`backend_scaling_row` of each backend in a fresh process with empty compile caches:
+  no size compiled before, nothing left by this process's earlier runs."""
   from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
   rows = []
   for backend in base.default_backends():
-    cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(16)], backends=[backend])
-    seconds, ok = {}, True
-    for size in sizes:
-      seconds[size], report = timed_check(inputs=[leaky_relu_inputs(size)],
-                                          backends=[backend])
-      ok = ok and report.ok
-    rows.append((backend, len(report.rows), "ok" if ok else "FAIL",
-                 *(seconds[n] for n in sizes), seconds[max(sizes)] / seconds[min(sizes)]))
+    code = ("import json; from crossgrad.benchmarks import check_cost; print(json.dumps("
+            f"check_cost.backend_scaling_row({backend!r}, {list(sizes)!r}, {threads!r})))")
+    with tempfile.TemporaryDirectory() as cache:
+      environ = {**os.environ, "CROSSGRAD_CACHE_DIR": cache, "TORCHINDUCTOR_CACHE_DIR": cache}
+      out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env=environ)
+    rows.append(tuple(json.loads(out.stdout.strip().splitlines()[-1])))
   return rows
 
 
@@ -256,7 +275,7 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
     rows.append(full_row)
   cache = cache_rows(jobs)  # Fresh processes: run while this one is small.
   scaling = scaling_rows(sizes)
-  by_backend = backend_scaling_rows() if by_backend else []
+  by_backend = backend_scaling_rows(threads=threads) if by_backend else []
   gradient = compute_gradient_times(sizes, cap_s, cap_bytes)
   for size, _, _, total, *_ in scaling:
     seconds, measured = gradient["times"][size]
