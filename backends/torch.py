@@ -507,7 +507,8 @@ def _to_numpy(x: torch.Tensor) -> np.ndarray:
   return x.numpy()
 
 
-_COMPILED: dict[Any, Callable[..., Any]] = {}
+_COMPILED: dict[tuple, Callable[..., Any]] = {}
+_COMPILED_LIMIT = 256  # Compiled (op, input signature) pairs kept.
 _WARM_UP: threading.Thread | None = None  # `warm_up`'s probe, once started.
 
 
@@ -533,17 +534,21 @@ def warm_up(modes: Sequence[str]) -> None:
     _WARM_UP.start()
 
 
-def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
-  """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`), made
-  once in a code object of its own (`base.own_code`): each op keeps its own Dynamo cache
-  and recompile limit, and rows of other devices or dtypes reuse or extend it."""
+def _compiled(fn: Callable[..., Any], args: Sequence[torch.Tensor]) -> Callable[..., Any]:
+  """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`) for
+  the shapes, dtypes and devices of ``args``, made once in a code object of its own
+  (`base.own_code`), so that each compiles once: Dynamo's recompile limit is per code
+  object and under ``fullgraph=True`` reaching it fails the call, which a check meeting
+  one op at many sizes (checks from Python, a benchmark) would otherwise do."""
   if _WARM_UP is not None:
     _WARM_UP.join()  # `warm_up`'s probe, which Inductor would otherwise run (again) now.
-  if fn not in _COMPILED:
+
+  def make(key):
     def run(*args):
-      return fn(*args)
-    _COMPILED[fn] = torch.compile(base.own_code(run), fullgraph=True, dynamic=False)
-  return _COMPILED[fn]
+      return key[0](*args)
+    return torch.compile(base.own_code(run), fullgraph=True, dynamic=False)
+  key = (fn, *((a.shape, a.dtype, a.device) for a in args))
+  return base.interned(_COMPILED, key, make, _COMPILED_LIMIT)
 
 
 def _on_device(op: OpDef, inputs: Sequence[np.ndarray], device: str):
@@ -575,7 +580,8 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
   base.check_mode(NAME, mode, MODES)
   target, args = _on_device(op, inputs, device)
   fn = get(op, **params)
-  outs, grads = _vjp(fn if mode == "eager" else _compiled(fn), op, args, cotangent, target)
+  outs, grads = _vjp(fn if mode == "eager" else _compiled(fn, args), op, args, cotangent,
+                     target)
   return (tuple(_to_numpy(o) for o in outs),
           base.merge_cotangents(op, [_to_numpy(g) for g in grads]))
 

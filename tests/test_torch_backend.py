@@ -202,6 +202,21 @@ def test_cross_check_rows_for_eager_and_compile():
   assert any("does not currently support double backward" in n for n in notes)
 
 
+def test_compiled_rows_at_more_sizes_than_dynamos_recompile_limit():
+  """Each (op, input signature) compiles in a function of its own: one op checked at more
+  sizes than Dynamo's recompile limit (a hard failure under fullgraph=True) stays green."""
+  op = cg.OpDef(name="torch_many_sizes", forward=lambda xp, x: (x * x, (x,)),
+                backward=lambda xp, r, g: (2.0 * r[0] * g,),
+                sample=lambda rng: (rng.standard_normal(3),))
+  torch_backend, limit = base.load("torch"), 2  # Dynamo's default is 8: the same, faster.
+  with torch._dynamo.config.patch(recompile_limit=limit):  # pylint: disable=protected-access
+    for n in range(1, limit + 3):
+      x = np.linspace(-1.0, 1.0, n)
+      outs, cts = torch_backend.evaluate(op, {}, [x], [np.ones(n)], mode="compile")
+      np.testing.assert_allclose(outs[0], x * x)
+      np.testing.assert_allclose(cts[0], 2.0 * x)
+
+
 def test_a_wrong_torch_gradient_fails_the_cross_check():
   op = cg.OpDef(name="torch_only_wrong", forward=lambda xp, x: (2.0 * x, ()),
                 backward=lambda xp, r, g: (g * (2.5 if xp.backend == "torch" else 2.0),),
