@@ -137,9 +137,10 @@ def interned(cache: dict[_K, _V], key: _K, make: Callable[[_K], _V], limit: int)
 
 
 def compiled(key: tuple, build: Callable[[], Any]) -> Any:
-  """``build()``'s result, made once per ``key`` (emitted function, mode, device): a
-  backend's `evaluate` keeps its traced and compiled runner, so evaluating an op again on
-  inputs of the same shapes and dtypes (the cross-check's special values) compiles nothing.
+  """``build()``'s result, made once per ``key`` (emitted function, mode, device or input
+  signature): a backend's `evaluate` keeps its traced and compiled runner, so evaluating an
+  op again on inputs of the same shapes and dtypes (the cross-check's special values)
+  compiles nothing.
   Bounded: forgets everything past 256 keys."""
   return interned(_COMPILED, key, lambda _: build(), 256)
 

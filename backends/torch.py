@@ -507,8 +507,6 @@ def _to_numpy(x: torch.Tensor) -> np.ndarray:
   return x.numpy()
 
 
-_COMPILED: dict[tuple, Callable[..., Any]] = {}
-_COMPILED_LIMIT = 256  # Compiled (op, input signature) pairs kept.
 _WARM_UP: threading.Thread | None = None  # `warm_up`'s probe, once started.
 
 
@@ -536,19 +534,18 @@ def warm_up(modes: Sequence[str]) -> None:
 
 def _compiled(fn: Callable[..., Any], args: Sequence[torch.Tensor]) -> Callable[..., Any]:
   """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`) for
-  the shapes, dtypes and devices of ``args``, made once in a code object of its own
-  (`base.own_code`), so that each compiles once: Dynamo's recompile limit is per code
-  object and under ``fullgraph=True`` reaching it fails the call, which a check meeting
-  one op at many sizes (checks from Python, a benchmark) would otherwise do."""
+  the shapes, dtypes and devices of ``args``, made once (`base.compiled`) in a code object
+  of its own (`base.own_code`), so that each compiles once: Dynamo's recompile limit is
+  per code object and under ``fullgraph=True`` reaching it fails the call, which a check
+  meeting one op at many sizes (checks from Python, a benchmark) would otherwise do."""
   if _WARM_UP is not None:
     _WARM_UP.join()  # `warm_up`'s probe, which Inductor would otherwise run (again) now.
 
-  def make(key):
-    def run(*args):
-      return key[0](*args)
-    return torch.compile(base.own_code(run), fullgraph=True, dynamic=False)
-  key = (fn, *((a.shape, a.dtype, a.device) for a in args))
-  return base.interned(_COMPILED, key, make, _COMPILED_LIMIT)
+  def run(*tensors):
+    return fn(*tensors)
+  signature = tuple((a.shape, a.dtype, a.device) for a in args)
+  return base.compiled((fn, "compile", signature), lambda: torch.compile(
+      base.own_code(run), fullgraph=True, dynamic=False))
 
 
 def _on_device(op: OpDef, inputs: Sequence[np.ndarray], device: str):
