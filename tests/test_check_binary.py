@@ -142,3 +142,27 @@ def test_bitwise_tolerance_names_what_differs(tmp_path):
   # XLA computes x / 15 as x * (1 / 15): one ulp off for some x.
   assert any(" forward " in line and "output 0[" in line and "(1 ulps)" in line
              for line in failing), failing
+
+
+def test_frameworks_share_an_accelerator_unless_the_user_chose(tmp_path):
+  """JAX's default (75% of a GPU at start) and TensorFlow's (all of it) would leave the
+  next framework or job on that GPU without memory: the check turns both off before any
+  module or framework loads, and leaves a value the user set."""
+  import os  # pylint: disable=g-import-not-at-top
+  seen = tmp_path / "seen.json"
+  (tmp_path / "env_probe.py").write_text(textwrap.dedent(f"""
+      import json, os
+      names = ("XLA_PYTHON_CLIENT_PREALLOCATE", "TF_FORCE_GPU_ALLOW_GROWTH")
+      with open({str(seen)!r}, "w") as f:
+        json.dump({{n: os.environ.get(n) for n in names}}, f)
+      """))
+  env = {k: v for k, v in os.environ.items() if k not in main.SHARED_ACCELERATOR_ENV}
+  for user_value, expected in ((None, "false"), ("true", "true")):
+    if user_value is not None:
+      env["XLA_PYTHON_CLIENT_PREALLOCATE"] = user_value
+    result = subprocess.run(
+        [sys.executable, "-m", "crossgrad.check", f"--module={tmp_path / 'env_probe.py'}",
+         "--list"], capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(seen.read_text()) == {"XLA_PYTHON_CLIENT_PREALLOCATE": expected,
+                                           "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
