@@ -307,17 +307,24 @@ def _inexact(x: torch.Tensor) -> bool:
   return x.is_floating_point() or x.is_complex()
 
 
-def _forward_rules(core: op_core.OpCore):
+# Every op core made, by index. Dynamo traces an autograd.Function's rules without a source
+# for what their closures hold, and before torch 2.13 it cannot build a variable for an
+# object held there without one (neither the core nor a bound method of it: "Unexpected
+# type in sourceless builder", every compile row red); a core reached through this module
+# global has a source in every version. Cores live as long as `get`'s cache, which keeps them.
+_CORES: list[op_core.OpCore] = []
+
+
+def _forward_rules(index: int):
   """``forward``, ``to_save``, ``setup_context`` and ``saved`` (the inputs and residuals
-  back from the context) of the op's `torch.autograd.Function`. The forward's last output (not a
-  tensor) carries the output count, the specs and the residuals' layout."""
-  n_inputs = len(core.op.input_names)
-  # Dynamo builds these closures without a source: it follows a bound method of the core
-  # the call has traced, not the core itself.
-  run_forward = core.forward
+  back from the context) of the `torch.autograd.Function` of ``_CORES[index]``. The
+  forward's last output (not a tensor) carries the output count, the specs and the
+  residuals' layout."""
+  input_names = _CORES[index].op.input_names
+  n_inputs = len(input_names)
 
   def forward(*inputs):
-    result = run_forward(inputs)
+    result = _CORES[index].forward(inputs)
     # An input returned as an output must be a view of it (autograd.Function's rule).
     outs = tuple(o.view_as(o) if any(o is x for x in inputs) else o for o in result.outs)
     new, layout = _split_residuals(result.residuals, inputs, outs)
@@ -326,7 +333,7 @@ def _forward_rules(core: op_core.OpCore):
   # One parameter per input: Dynamo counts them to tell forward(ctx, ...) from forward(...).
   forward.__signature__ = inspect.Signature(
       [inspect.Parameter(name, inspect.Parameter.POSITIONAL_ONLY)
-       for name in core.op.input_names])
+       for name in input_names])
 
   def to_save(ctx, inputs, output):
     """The inputs (for double backward), the outputs the residuals name, the new ones."""
@@ -355,21 +362,22 @@ def _forward_rules(core: op_core.OpCore):
   return forward, to_save, setup_context, saved
 
 
-def _backward_rules(core: op_core.OpCore, saved: Callable[..., Any]):
-  """``backward`` and ``jvp`` of the op's `torch.autograd.Function`."""
+def _backward_rules(index: int, saved: Callable[..., Any]):
+  """``backward`` and ``jvp`` of the `torch.autograd.Function` of ``_CORES[index]``."""
   def zeros(ctx, i):
     spec = ctx.specs.outputs[i]
     return torch.zeros(spec.shape, dtype=as_dtype(spec.dtype), device=ctx.device)
 
-  run_forward, run_backward, diff = core.forward, core.backward, core.op.diff_argnums
+  diff = _CORES[index].op.diff_argnums
 
   def cotangents(ctx, inputs, residuals, upstream):
-    return run_backward(residuals, upstream, ctx.specs, lambda i: zeros(ctx, i), on=inputs)
+    return _CORES[index].backward(residuals, upstream, ctx.specs, lambda i: zeros(ctx, i),
+                                  on=inputs)
 
   def backward(ctx, *upstream):
     inputs, residuals = saved(ctx, ctx.saved_tensors)
     if torch.is_grad_enabled():  # A graph of this backward is asked for (double backward):
-      residuals = run_forward(inputs).residuals  # residuals that carry the inputs' history.
+      residuals = _CORES[index].forward(inputs).residuals  # residuals that carry the inputs' history.
     return cotangents(ctx, inputs, residuals, upstream[:ctx.counts[1]])
 
   def jvp(ctx, *tangents):
@@ -406,8 +414,9 @@ def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
         argument="crossgrad.torch.get",
         hint=f"Call crossgrad.torch.get({op.name!r}, ...) once outside the compiled function "
              "(e.g. at module level) and call the result inside it")
-  forward, to_save, setup_context, saved = _forward_rules(core)
-  backward, jvp = _backward_rules(core, saved)
+  _CORES.append(core)
+  forward, to_save, setup_context, saved = _forward_rules(len(_CORES) - 1)
+  backward, jvp = _backward_rules(len(_CORES) - 1, saved)
 
   def setup_context_with_tangents(ctx, inputs, output):
     ctx.save_for_forward(*setup_context(ctx, inputs, output))
