@@ -31,19 +31,13 @@ docs/backends.md shows a new backend plugging in.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from typing import Any, Callable, ContextManager, Sequence
+from typing import Any, Callable, Sequence
 
 from crossgrad.backends import base
 from crossgrad.registry import validation
 from crossgrad.registry.opdef import OpDef
 from crossgrad.registry.validation import ArraySpec
-
-
-def _no_scope(arrays: Sequence[Any]) -> ContextManager[Any]:
-  del arrays
-  return contextlib.nullcontext()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,8 +51,9 @@ class Adapter:
     to_arrays: the call's inputs (arrays, NumPy arrays, numbers, variables) as a list of
       the framework's arrays.
     as_output: one output of the forward as the framework's array (default: unchanged).
-    scope: given the op's inputs, a context the forward and backward run in (torch: new
-      arrays land on the inputs' device).
+    namespace_for: given the op's inputs, the namespace its forward and backward get
+      (default ``xp``; torch: one whose creation functions make arrays on the inputs'
+      device, which a context manager would do eagerly but not under torch.compile).
     conjugate_complex: the framework's complex gradients are the conjugates of JAX's VJP
       (TensorFlow, torch): the core converts a complex op's backward (module docstring).
     body: runs the op's forward or backward, ``body(fn, xp, args, params)`` (default
@@ -72,7 +67,7 @@ class Adapter:
   spec_of: Callable[[Any], ArraySpec]
   to_arrays: Callable[[Sequence[Any]], list[Any]]
   as_output: Callable[[Any], Any] = lambda x: x
-  scope: Callable[[Sequence[Any]], ContextManager[Any]] = _no_scope
+  namespace_for: Callable[[Sequence[Any]], Any] | None = None
   conjugate_complex: bool = False
   body: Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any] = (
       lambda fn, xp, args, params: fn(xp, *args, **params))
@@ -138,8 +133,7 @@ class OpCore:
   def forward(self, inputs: Sequence[Any]) -> Forward:
     """The op's forward on prepared inputs: its result's form and its outputs' dtypes."""
     adapter = self.adapter
-    with adapter.scope(inputs):
-      result = adapter.body(self.op.forward, adapter.xp, inputs, self.params)
+    result = adapter.body(self.op.forward, self._namespace(inputs), inputs, self.params)
     outputs, residuals = validation.check_forward_result(self.op, self.name, result)
     outs = tuple(map(adapter.as_output, validation.as_tuple(outputs)))
     key = (tuple(map(adapter.spec_of, inputs)), tuple(map(adapter.spec_of, outs)),
@@ -153,18 +147,21 @@ class OpCore:
     """The op's backward for output cotangents ``upstream`` (one per output, None where
     there is none; ``zeros(i)`` makes output i's), its cotangents checked against the
     inputs: one per input, None for a non-differentiable one. ``on``: the inputs, for the
-    adapter's scope."""
+    adapter's ``namespace_for``."""
     convert = self.adapter.conjugate_complex and self.op.allow_complex
     if convert:
       upstream = self._conjugated(upstream, specs.outputs)
     g = validation.cotangent_for(self.op, specs.outputs, upstream, zeros, specs.single)
-    with self.adapter.scope(on):
-      cotangents = self.adapter.body(self.op.backward, self.adapter.xp, (residuals, g),
-                                     self.params)
+    cotangents = self.adapter.body(self.op.backward, self._namespace(on), (residuals, g),
+                                   self.params)
     if not self._match(cotangents, specs.inputs):
       cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
                                                self.adapter.spec_of)
     return self._conjugated(cotangents, specs.inputs) if convert else cotangents
+
+  def _namespace(self, arrays: Sequence[Any]) -> Any:
+    namespace_for = self.adapter.namespace_for
+    return self.adapter.xp if namespace_for is None else namespace_for(arrays)
 
   def _check_input_specs(self, specs: tuple[ArraySpec, ...]) -> bool:
     """Checks a call's input specs (`validation.check_inputs`); True, what `prepare`

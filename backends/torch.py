@@ -244,15 +244,48 @@ def _read_values(x: Any):
 validation.register_value_reader(_read_values)
 
 
-def _device_scope(tensors: Sequence[Any]):
-  """Creation functions in ops (``xp.zeros``) land on the inputs' device (not on CPU)."""
+# The standard's creation functions that take a ``device`` and have no array to follow.
+CREATION = ("arange", "asarray", "empty", "eye", "full", "linspace", "ones", "zeros")
+
+
+def _defaulting_to(device: torch.device, create: Callable[..., Any]) -> Callable[..., Any]:
+  """``create`` making its array on ``device`` where the call names none."""
+  def on_device(*args, **kwargs):
+    if kwargs.get("device") is None:
+      kwargs["device"] = device
+    return create(*args, **kwargs)
+  return on_device
+
+
+def _namespace_on(device: torch.device) -> Namespace:
+  """``xp`` with its creation functions (`CREATION`) defaulting to ``device``."""
+  standard = _standard()
+  own = dict(_OWN)
+  for name in CREATION:
+    own[name] = _defaulting_to(device, own.get(name) or getattr(standard, name))
+  return Namespace(NAME, standard, extensions={name: own[name] for name in EXTENSIONS},
+                   overrides={k: v for k, v in own.items() if k not in EXTENSIONS})
+
+
+# One namespace per accelerator, made ahead of any compiled call: Dynamo traces the op's
+# rules as a higher-order op, where neither a `torch.device` context manager ("Dynamo
+# does not know how to enter a `device` context manager") nor adding to a module's dict
+# is allowed. A device met later (or `meta`) gets its namespace on its first eager call.
+_ON_DEVICE: dict[torch.device, Namespace] = {
+    torch.device("cuda", i): _namespace_on(torch.device("cuda", i))
+    for i in range(torch.cuda.device_count())}
+
+
+def _namespace_for(tensors: Sequence[Any]) -> Namespace:
+  """The ``xp`` an op's forward or backward gets: creation functions in it (``xp.zeros``)
+  make arrays on the inputs' device, not on the CPU (`xp` itself)."""
   for x in tensors:
     if isinstance(x, torch.Tensor) and not x.is_cpu:
-      return torch.device(x.device)
-  return _NO_SCOPE
-
-
-_NO_SCOPE = contextlib.nullcontext()  # Stateless: one for every call.
+      found = _ON_DEVICE.get(x.device)
+      if found is None and not torch.compiler.is_compiling():
+        found = _ON_DEVICE[x.device] = _namespace_on(x.device)
+      return found or xp
+  return xp
 
 
 def _split_residuals(residuals, inputs, outputs):
@@ -297,7 +330,8 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
 # Its complex gradients are the conjugates of JAX's VJP: the op core converts a complex
 # op's backward, the cross-check converts back (docs/dtypes.md).
 CONJUGATE_COMPLEX_GRADIENTS = True
-_CORE = op_core.Adapter(NAME, xp, spec_of, to_arrays=_to_tensors, scope=_device_scope,
+_CORE = op_core.Adapter(NAME, xp, spec_of, to_arrays=_to_tensors,
+                        namespace_for=_namespace_for,
                         conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
                         tracing=torch.compiler.is_compiling)
 

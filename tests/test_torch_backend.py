@@ -297,3 +297,37 @@ def test_warm_up_probes_the_cpu_once_in_the_background_for_compile_only(monkeypa
   thread.join()
   assert calls == ["crossgrad-inductor-probe"]
   assert isinstance(module, protocol.WarmUp)
+
+
+def _made_arrays_forward(xp, x):
+  return x + xp.ones(x.shape, dtype=x.dtype) + xp.zeros(x.shape, dtype=x.dtype), ()
+
+
+def _made_arrays_backward(xp, residuals, g):
+  del residuals
+  return (g * xp.ones(g.shape, dtype=g.dtype) + xp.full(g.shape, 0.0, dtype=g.dtype),)
+
+
+MADE_ARRAYS = cg.OpDef(name="made_arrays", forward=_made_arrays_forward,
+                       backward=_made_arrays_backward, sample=lambda rng: (rng.random(3),))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_arrays_an_op_makes_land_on_its_inputs_device(compiled):
+  """On a device other than the CPU (here `meta`, which any machine has), xp.zeros and
+  the other creation functions make their arrays there, eagerly and under torch.compile,
+  where the torch.device context manager used before failed every compile row on a GPU
+  ("Dynamo does not know how to enter a `device` context manager"; seen on an H200).
+  (Not xp.asarray of a number here: Dynamo makes that on `meta` as a constant it then
+  refuses, which it does not do on a real device.)"""
+  fn = cg.torch.get(MADE_ARRAYS)
+  run = torch.compile(fn, fullgraph=True, backend="eager") if compiled else fn
+  x = torch.empty(3, device="meta", requires_grad=True)
+  y = run(x)
+  (dx,) = torch.autograd.grad(y, x, torch.empty(3, device="meta"))
+  assert y.device.type == dx.device.type == "meta"
+  cpu = torch.arange(3.0, requires_grad=True)
+  y = run(cpu)
+  (dx,) = torch.autograd.grad(y, cpu, torch.full((3,), 2.0))
+  np.testing.assert_array_equal(y.detach().numpy(), [1.0, 2.0, 3.0])
+  np.testing.assert_array_equal(dx.numpy(), [2.0, 2.0, 2.0])
