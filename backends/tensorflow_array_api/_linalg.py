@@ -13,7 +13,7 @@ from crossgrad.backends.tensorflow_array_api._dtypes import (
 from crossgrad.backends.tensorflow_array_api._creation import eye
 from crossgrad.backends.tensorflow_array_api._elementwise import conj, multiply
 from crossgrad.backends.tensorflow_array_api._manipulation import (
-    _broadcast_shape, broadcast_arrays)
+    _broadcast_shape, _transpose, broadcast_arrays)
 from crossgrad.backends.tensorflow_array_api._searching import count_nonzero
 from crossgrad.backends.tensorflow_array_api._statistics import max, min, sum
 
@@ -57,7 +57,7 @@ def matrix_transpose(x, /):
     raise ValueError("matrix_transpose needs at least two dimensions")
   perm = list(range(x.shape.rank))
   perm[-2], perm[-1] = perm[-1], perm[-2]
-  return tf.transpose(x, perm)
+  return _transpose(x, perm)
 
 
 def tensordot(x1, x2, /, *, axes=2):
