@@ -228,13 +228,42 @@ def _forward_and_reverse(core: op_core.OpCore) -> Callable[..., Any]:
   return custom
 
 
+_VALUE_READS: list[bool] = []  # Set when an op's forward asks for input values.
+
+
+def _note_value_read(x: Any):
+  """A `validation` value reader that only notes the question (`_primitive`)."""
+  del x
+  _VALUE_READS.append(True)
+  return NotImplemented
+
+
+validation.register_value_reader(_note_value_read)
+
+
 def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
-  """The op's custom-derivative function under `jax.jit`, as `jax.numpy`'s own functions
+  """The op's custom-derivative function, under `jax.jit` as `jax.numpy`'s own functions
   are: called eagerly (op by op, under `jax.grad` too) its forward and its backward each
   run as one compiled program instead of one dispatch per operation (what made an eager
-  step up to 1.6x a hand-written `jax.custom_vjp`); inside a trace it is inlined."""
+  step up to 1.6x a hand-written `jax.custom_vjp`); inside a trace it is inlined.
+
+  An op whose forward checks input values (`validation.concrete_values`: center_loss's
+  labels) stays op by op, so that an eager call still sees the values and raises; the
+  first call, made without the jit, tells which kind an op is."""
   reverse_only = f"{NAME}:jvp" in core.op.unsupported_modes
-  return jax.jit((_reverse_only if reverse_only else _forward_and_reverse)(core))
+  custom = (_reverse_only if reverse_only else _forward_and_reverse)(core)
+  jitted = jax.jit(custom)
+  reads_values: list[bool] = []  # Empty until the first call has run.
+
+  def run(*arrays):
+    if reads_values:
+      return (custom if reads_values[0] else jitted)(*arrays)
+    _VALUE_READS.clear()
+    outputs = custom(*arrays)
+    reads_values.append(bool(_VALUE_READS))
+    return outputs
+
+  return run
 
 
 get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))

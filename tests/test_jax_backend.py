@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
+from crossgrad.registry import validation
 
 X = jnp.array([[-2.0, -0.5, 0.5], [1.0, 2.5, -3.5]])
 SLOPE = jnp.where(X > 0, 1.0, 0.2)  # d leaky_relu / dx, by hand.
@@ -55,3 +56,27 @@ def test_backward_shape_error_at_trace_time_under_jit():
     jax.jit(jax.grad(lambda x: jnp.sum(cg.jax.get(bad)(x))))(X)
   assert ("op 't_jax_bad' (jax), cotangent for input 'x': cotangent shape differs from the "
           "input's: expected float32[2, 3], got float32[3]") in str(info.value)
+
+
+def _counting_op(name, read_values):
+  calls = []
+
+  def forward(xp, x):
+    calls.append(1)
+    if read_values:
+      validation.concrete_values(x)
+    return 2.0 * x, ()
+
+  return calls, cg.OpDef(name=name, forward=forward, backward=lambda xp, r, g: (2.0 * g,),
+                         sample=lambda rng: (rng.standard_normal(3),))
+
+
+def test_eager_calls_run_compiled_unless_the_op_checks_values():
+  """An eager call runs one compiled program (the Python forward runs while tracing, not
+  per call); an op that checks its input values stays op by op, so each call sees them."""
+  for read_values, python_runs in ((False, 2), (True, 4)):
+    calls, op = _counting_op(f"jax_counting_{read_values}", read_values)
+    fn = cg.jax.get(op)
+    for _ in range(4):  # The first call runs without the jit, the second traces it.
+      np.testing.assert_allclose(fn(jnp.arange(3.0)), [0.0, 2.0, 4.0])
+    assert len(calls) == python_runs, read_values
