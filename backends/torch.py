@@ -345,8 +345,9 @@ def _inexact(x: torch.Tensor) -> bool:
 # for what their closures hold, and before torch 2.13 it cannot build a variable for an
 # object held there without one (neither the core nor a bound method of it: "Unexpected
 # type in sourceless builder", every compile row red); a core reached through this module
-# global has a source in every version. Cores live as long as `get`'s cache, which keeps them.
-_CORES: list[op_core.OpCore] = []
+# global has a source in every version. A dict, not a list: Dynamo guards a list's length,
+# so each new op would recompile every compiled caller. Cores live as long as `get`'s cache.
+_CORES: dict[int, op_core.OpCore] = {}
 
 
 def _forward_rules(index: int):
@@ -448,9 +449,10 @@ def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
         argument="crossgrad.torch.get",
         hint=f"Call crossgrad.torch.get({op.name!r}, ...) once outside the compiled function "
              "(e.g. at module level) and call the result inside it")
-  _CORES.append(core)
-  forward, to_save, setup_context, saved = _forward_rules(len(_CORES) - 1)
-  backward, jvp = _backward_rules(len(_CORES) - 1, saved)
+  index = len(_CORES)
+  _CORES[index] = core
+  forward, to_save, setup_context, saved = _forward_rules(index)
+  backward, jvp = _backward_rules(index, saved)
 
   def setup_context_with_tangents(ctx, inputs, output):
     ctx.save_for_forward(*setup_context(ctx, inputs, output))

@@ -332,3 +332,19 @@ def test_arrays_an_op_makes_land_on_its_inputs_device(compiled):
   (dx,) = torch.autograd.grad(y, cpu, torch.full((3,), 2.0))
   np.testing.assert_array_equal(y.detach().numpy(), [1.0, 2.0, 3.0])
   np.testing.assert_array_equal(dx.numpy(), [2.0, 2.0, 2.0])
+
+
+def test_making_new_ops_does_not_recompile_compiled_callers():
+  """A compiled function that calls an op stays compiled when other ops are made later
+  (a guard on the length of a list of op cores recompiled every caller per new op, and
+  under fullgraph=True the ninth was a hard failure)."""
+  fn = cg.torch.get("leaky_relu", alpha=0.3)
+  compiled = torch.compile(lambda x: fn(x) * 2.0, fullgraph=True, backend="eager")
+  x = torch.tensor([-1.0, 2.0])
+  with torch._dynamo.config.patch(recompile_limit=1):  # pylint: disable=protected-access
+    np.testing.assert_allclose(compiled(x).numpy(), [-0.6, 4.0], rtol=1e-6)
+    for k in range(3):
+      cg.torch.get(cg.OpDef(name=f"torch_new_op_{k}", forward=lambda xp, x: (x, ()),
+                            backward=lambda xp, r, g: (g,),
+                            sample=lambda rng: (rng.standard_normal(2),)))
+      np.testing.assert_allclose(compiled(x).numpy(), [-0.6, 4.0], rtol=1e-6)
