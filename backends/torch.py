@@ -204,8 +204,16 @@ def _standard() -> types.SimpleNamespace:
   return types.SimpleNamespace(**names, linalg=compat.linalg, fft=compat.fft)
 
 
-xp = Namespace(NAME, _standard(), extensions={name: _OWN[name] for name in EXTENSIONS},
-               overrides={k: v for k, v in _OWN.items() if k not in EXTENSIONS})
+_STANDARD = _standard()
+
+
+def _namespace(own: dict[str, Callable[..., Any]]) -> Namespace:
+  """``xp`` with crossgrad's own functions ``own`` (extensions and overrides)."""
+  return Namespace(NAME, _STANDARD, extensions={name: own[name] for name in EXTENSIONS},
+                   overrides={k: v for k, v in own.items() if k not in EXTENSIONS})
+
+
+xp = _namespace(_OWN)
 
 
 _DTYPE_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
@@ -259,12 +267,10 @@ def _defaulting_to(device: torch.device, create: Callable[..., Any]) -> Callable
 
 def _namespace_on(device: torch.device) -> Namespace:
   """``xp`` with its creation functions (`CREATION`) defaulting to ``device``."""
-  standard = _standard()
   own = dict(_OWN)
   for name in CREATION:
-    own[name] = _defaulting_to(device, own.get(name) or getattr(standard, name))
-  return Namespace(NAME, standard, extensions={name: own[name] for name in EXTENSIONS},
-                   overrides={k: v for k, v in own.items() if k not in EXTENSIONS})
+    own[name] = _defaulting_to(device, own.get(name) or getattr(_STANDARD, name))
+  return _namespace(own)
 
 
 # One namespace per accelerator, made ahead of any compiled call: Dynamo traces the op's
