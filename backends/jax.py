@@ -228,13 +228,16 @@ def _forward_and_reverse(core: op_core.OpCore) -> Callable[..., Any]:
   return custom
 
 
-_VALUE_READS: list[bool] = []  # Set when an op's forward asks for input values.
+_VALUE_READS: list[bool] = []  # Set when an op's forward asks for a JAX array's values.
 
 
 def _note_value_read(x: Any):
-  """A `validation` value reader that only notes the question (`_primitive`)."""
-  del x
-  _VALUE_READS.append(True)
+  """A `validation` value reader that only notes the question about a JAX array
+  (`_primitive`). Other arrays pass untouched: torch.compile traces this reader for a
+  tensor, and a global it changed would recompile each compiled caller after every
+  eager JAX call that reads values."""
+  if isinstance(x, jax.Array):
+    _VALUE_READS.append(True)
   return NotImplemented
 
 

@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (crossgrad
 
 import crossgrad as cg  # pylint: disable=g-import-not-at-top,wrong-import-position
 from crossgrad.backends import base, protocol  # pylint: disable=wrong-import-position
+from crossgrad.registry import validation  # pylint: disable=wrong-import-position
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((6, 5))
@@ -348,3 +349,27 @@ def test_making_new_ops_does_not_recompile_compiled_callers():
                             backward=lambda xp, r, g: (g,),
                             sample=lambda rng: (rng.standard_normal(2),)))
       np.testing.assert_allclose(compiled(x).numpy(), [-0.6, 4.0], rtol=1e-6)
+
+
+def test_eager_jax_value_checks_do_not_recompile_compiled_callers(monkeypatch):
+  """A compiled function that checks values (`validation.concrete_values`) stays compiled
+  while eager JAX code reads values between its calls, whichever backend registered its
+  value reader first (JAX's, traced for a tensor, changed a global list: every such JAX
+  call recompiled the caller, and the ninth recompile was a hard failure under
+  fullgraph=True; CI: test_torch_bernoulli)."""
+  jnp = pytest.importorskip("jax.numpy", reason="JAX is not installed (crossgrad[jax])")
+  assert (cg.jax.NAME, cg.torch.NAME) == ("jax", "torch")  # Both readers are registered.
+  readers = list(validation._VALUE_READERS)  # pylint: disable=protected-access
+  for order in (readers, readers[::-1]):
+    monkeypatch.setattr(validation, "_VALUE_READERS", order)
+    torch._dynamo.reset()  # pylint: disable=protected-access  # Forgets the other order's.
+
+    def checked_double(x):
+      return x * 2.0 if validation.concrete_values(x) is None else x * 3.0
+
+    compiled = torch.compile(checked_double, fullgraph=True, backend="eager")
+    x = torch.tensor([-1.0, 2.0])
+    with torch._dynamo.config.patch(recompile_limit=1):  # pylint: disable=protected-access
+      for _ in range(3):
+        np.testing.assert_array_equal(compiled(x).numpy(), [-2.0, 4.0])
+        np.testing.assert_array_equal(validation.concrete_values(jnp.ones(2)), [1.0, 1.0])
