@@ -35,15 +35,30 @@ def _matmul_dtype_fix(fn, a, b):
 
 
 def matmul(x1, x2, /):
+  return matmul_transposed(x1, x2, False, False)
+
+
+def matmul_transposed(x1, x2, transpose_a: bool, transpose_b: bool):
+  """``matmul`` of ``matrix_transpose(x1)`` where ``transpose_a`` (and of ``x2``'s where
+  ``transpose_b``) as one TensorFlow matmul, not a transpose and a matmul (the array
+  object's lazy `matrix_transpose`). A transposed operand has at least two dimensions."""
   x1, x2 = _promote(x1, x2)
   if x1.shape.rank == 0 or x2.shape.rank == 0:
     raise ValueError("matmul does not take zero-dimensional arrays")
   vec1, vec2 = x1.shape.rank == 1, x2.shape.rank == 1
   a = x1[None, :] if vec1 else x1
   b = x2[:, None] if vec2 else x2
-  if a.shape[-1] is not None and b.shape[-2] is not None and a.shape[-1] != b.shape[-2]:
-    raise ValueError(f"matmul: shapes {x1.shape} and {x2.shape} do not align")
-  out = _matmul_dtype_fix(tf.linalg.matmul, a, b)
+  inner_a = a.shape[-2] if transpose_a else a.shape[-1]
+  inner_b = b.shape[-1] if transpose_b else b.shape[-2]
+  if inner_a is not None and inner_b is not None and inner_a != inner_b:
+    shapes = [s[:-2].concatenate(s[-2:][::-1]) if t else s
+              for s, t in ((x1.shape, transpose_a), (x2.shape, transpose_b))]
+    raise ValueError(f"matmul: shapes {shapes[0]} and {shapes[1]} do not align")
+  if transpose_a or transpose_b:
+    out = _matmul_dtype_fix(lambda a, b: tf.linalg.matmul(
+        a, b, transpose_a=transpose_a, transpose_b=transpose_b), a, b)
+  else:
+    out = _matmul_dtype_fix(tf.linalg.matmul, a, b)
   if vec1:
     out = tf.squeeze(out, -2)
   if vec2:

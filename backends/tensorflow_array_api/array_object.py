@@ -10,7 +10,8 @@ and a boolean mask). `body_namespace` is the ``xp`` an op's body sees: ``crossgr
 taking and giving `Array`. The backend wraps what enters the body (`wrap`) and unwraps what it
 returns (`unwrap`), so ``tf.custom_gradient`` and every caller see real tensors; TensorFlow's
 global NumPy behaviour is never switched on. Under ``tf.function`` the wrapper exists only while
-tracing: the graph holds the same TensorFlow ops.
+tracing: the graph holds the same TensorFlow ops, but for the transposes ``matmul`` takes as
+its ``transpose_a``/``transpose_b`` (`MatrixTransposed`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
+
+from crossgrad.backends.tensorflow_array_api._linalg import matmul_transposed
 
 _ENABLED = [True]
 
@@ -74,11 +77,13 @@ class Array:
 
   @property
   def T(self):  # pylint: disable=invalid-name
+    if self.ndim == 2:
+      return matrix_transpose(self)
     return _call("permute_dims", self, tuple(range(self.ndim))[::-1])
 
   @property
   def mT(self):  # pylint: disable=invalid-name
-    return _call("matrix_transpose", self)
+    return matrix_transpose(self)
 
   def __array_namespace__(self, *, api_version=None):
     del api_version
@@ -216,7 +221,7 @@ for _op, _name, _fn in (("eq", "equal", tf.math.equal), ("ne", "not_equal", tf.m
                         ("ge", "greater_equal", tf.math.greater_equal)):
   setattr(Array, f"__{_op}__", _fast_binary(_name, _fn)[0])
 for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder"),
-                   ("pow", "pow"), ("matmul", "matmul"), ("and", "bitwise_and"),
+                   ("pow", "pow"), ("and", "bitwise_and"),
                    ("or", "bitwise_or"), ("xor", "bitwise_xor"),
                    ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")):
   _f, _r = _binary(_name)
@@ -235,6 +240,64 @@ def _negative(self):
 Array.__neg__ = _negative
 
 
+class MatrixTransposed(Array):
+  """The standard's ``matrix_transpose`` of the tensor ``transposed_of``, made when its
+  ``tensor`` is first read: `matmul` multiplies by it with TensorFlow's
+  ``transpose_a``/``transpose_b`` instead, one op where a transpose and a matmul were
+  (eagerly, transposing a small matrix costs more than the matmul)."""
+
+  __slots__ = ("transposed_of",)
+
+  def __init__(self, transposed_of):  # pylint: disable=super-init-not-called
+    self.transposed_of = transposed_of
+
+  @property
+  def tensor(self):
+    try:
+      return Array.tensor.__get__(self)
+    except AttributeError:  # Not made yet.
+      tensor = _namespace().matrix_transpose(self.transposed_of)
+      Array.tensor.__set__(self, tensor)
+      return tensor
+
+  @property
+  def dtype(self):
+    return self.transposed_of.dtype
+
+  @property
+  def shape(self):
+    shape = Array(self.transposed_of).shape
+    return None if shape is None else (*shape[:-2], shape[-1], shape[-2])
+
+  @property
+  def ndim(self):
+    return self.transposed_of.shape.rank
+
+
+def matrix_transpose(x):
+  """The standard's ``matrix_transpose`` of a body array, lazily (`MatrixTransposed`)."""
+  if type(x) is MatrixTransposed:
+    return Array(x.transposed_of)
+  if type(x) is not Array or x.ndim is None or x.ndim < 2:
+    return _call("matrix_transpose", x)  # Its error, or a transpose of unknown rank.
+  return MatrixTransposed(x.tensor)
+
+
+def matmul(x1, x2):
+  """The standard's ``matmul`` of body arrays, a `MatrixTransposed` operand taken as
+  TensorFlow's ``transpose_a``/``transpose_b``."""
+  a, b = (x.transposed_of if type(x) is MatrixTransposed else None for x in (x1, x2))
+  if a is None and b is None:
+    return _call("matmul", x1, x2)
+  return Array(matmul_transposed(unwrap(x1) if a is None else a,
+                                 unwrap(x2) if b is None else b, a is not None, b is not None))
+
+
+Array.__matmul__ = matmul
+Array.__rmatmul__ = lambda self, other: matmul(other, self)
+_LAZY = {"matmul": matmul, "matrix_transpose": matrix_transpose}
+
+
 def _is_array_index(k) -> bool:
   return isinstance(k, (tf.Tensor, np.ndarray)) and (
       k.shape.rank != 0 if isinstance(k, tf.Tensor) else k.ndim != 0 or k.dtype == bool
@@ -251,7 +314,7 @@ def _getitem(x, key):
   integer dtype), one boolean mask, or integer arrays and integers on the leading axes
   (broadcast together; negative ones count from the end)."""
   key = key if isinstance(key, tuple) else (key,)
-  key = tuple(k.tensor if type(k) is Array else k for k in key)
+  key = tuple(k.tensor if isinstance(k, Array) else k for k in key)
   arrays = [i for i, k in enumerate(key) if _is_array_index(k)]
   if not arrays:
     return x[tuple(tf.cast(k, tf.int64) if isinstance(k, tf.Tensor) else k for k in key)]
@@ -295,7 +358,7 @@ def wrap(tree: Any) -> Any:
 def unwrap(tree: Any) -> Any:
   """`Array` leaves of ``tree`` as their tf.Tensor."""
   kind = type(tree)
-  if kind is Array:
+  if kind is Array or kind is MatrixTransposed:
     return tree.tensor
   if kind is tuple or kind is list:
     return kind([t.tensor if type(t) is Array else unwrap(t) for t in tree])
@@ -334,6 +397,8 @@ class BodyNamespace:
     value = getattr(self._xp, name)
     if name in ("linalg", "fft"):
       value = BodyNamespace(value)
+    elif name in _LAZY:
+      value = _LAZY[name]
     elif callable(value) and not isinstance(value, tf.DType):
       value = _arrays_in_and_out(value)
     setattr(self, name, value)  # Later lookups skip __getattr__.
