@@ -64,6 +64,30 @@ def test_attributes():
   unknown.get_concrete_function()
 
 
+def test_matmul_of_transposes_is_one_op_and_numpy_s_product():
+  """A lazy matrix_transpose (.mT, 2-D .T, xp.matrix_transpose): matmul takes it as
+  transpose_a/transpose_b; any other use reads the transpose itself."""
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4))
+  c = rng.standard_normal((3, 4)).astype(np.complex128) * (1 + 2j)
+  products = {"a @ b.mT": (lambda: _array(a) @ _array(b).mT, a @ np.swapaxes(b, -1, -2)),
+              "b.mT.mT @ a.mT": (lambda: _array(b).mT.mT @ _array(a).mT,
+                                 b @ np.swapaxes(a, -1, -2)),
+              "xp.matmul(c.T, c)": (lambda: xp.matmul(xp.matrix_transpose(_array(c)), _array(c)),
+                                    c.T @ c),
+              "c.T @ c[:, 0]": (lambda: _array(c).T @ _array(c[:, 0]), c.T @ c[:, 0])}
+  for name, (product, expected) in products.items():
+    graph = tf.function(product).get_concrete_function().graph
+    assert "Transpose" not in {node.type for node in graph.get_operations()}, name
+    np.testing.assert_allclose(np.asarray(product()), expected, rtol=1e-12, err_msg=name)
+  lazy = _array(b).mT
+  assert (lazy.shape, lazy.ndim, lazy.dtype) == ((2, 4, 5), 3, xp.float64)
+  np.testing.assert_array_equal(np.asarray(lazy + 1.0), np.swapaxes(b, -1, -2) + 1.0)
+  np.testing.assert_array_equal(np.asarray(lazy[1, :, 0]), b[1, 0])
+  with pytest.raises(ValueError, match=r"shapes \(2, 4, 3\) and \(2, 4, 5\) do not align"):
+    _ = _array(a).mT @ _array(b).mT
+
+
 def test_indexing():
   base = np.arange(24.0).reshape(4, 6)
   x = _array(base)
