@@ -40,7 +40,11 @@ _ROUND_TRIPS: dict[str, tuple[Callable[[OpDef, dict], Callable[..., Any]],
 def _unbroadcast(x, like, /):
   x, like = tf.convert_to_tensor(x), tf.convert_to_tensor(like)
   if x.shape.is_fully_defined() and like.shape.is_fully_defined():
-    axes = list(broadcasting.sum_axes(x.shape.as_list(), like.shape.as_list()))
+    dims, like_dims = x.shape.as_list(), like.shape.as_list()
+    axes = list(broadcasting.sum_axes(dims, like_dims))
+    if [1 if a in axes else d for a, d in enumerate(dims)] == like_dims:
+      # No reshape (an op eagerly): a sum that keeps its axes has like's shape.
+      return tf.reduce_sum(x, axis=axes, keepdims=True) if axes else x
     return tf.reshape(tf.reduce_sum(x, axis=axes) if axes else x, like.shape)
   # Unknown sizes at trace time: let TF's own broadcast-gradient op find the axes.
   axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(x))

@@ -40,13 +40,13 @@ NAME = "bernoulli_mask"
 
 def _forward(xp, p, features, u):
   keep = xp.less(u, p)
-  return xp.where(keep, features, xp.zeros_like(features)), (p, features, keep)
+  return xp.where(keep, features, 0.0), (p, features, keep)
 
 
 def _backward(xp, residuals, g):
   p, features, keep = residuals
   return (xp.unbroadcast(g * features, p),
-          xp.unbroadcast(xp.where(keep, g, xp.zeros_like(g)), features), None)
+          xp.unbroadcast(xp.where(keep, g, 0.0), features), None)
 
 
 def _check_inputs(specs):

@@ -24,14 +24,14 @@ from crossgrad.registry.opdef import OpDef
 
 def _forward(xp, x, w):
   positive = w > 0
-  w_pos = xp.where(positive, w, xp.zeros_like(w))
+  w_pos = xp.where(positive, w, 0.0)
   return xp.matmul(x, xp.matrix_transpose(w_pos)), (x, w_pos, positive)
 
 
 def _backward(xp, residuals, g):
   x, w_pos, positive = residuals
   dw = xp.matmul(xp.matrix_transpose(g), x)
-  return xp.matmul(g, w_pos), xp.where(positive, dw, xp.zeros_like(dw))
+  return xp.matmul(g, w_pos), xp.where(positive, dw, 0.0)
 
 
 def _check_inputs(specs):

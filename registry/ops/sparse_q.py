@@ -50,7 +50,7 @@ def _backward(xp, residuals, g):
   picked = xp.reshape(xp.take(by_entry, entries, axis=0), (a, kk, -1))
   d_m = xp.sum(picked, axis=1)
   # sparse_cnn's d ground_state: the total of dQ over live rows minus the active parts.
-  total = xp.sum(xp.where(live, g, xp.zeros_like(g)), axis=0)  # A select: padding rows give 0.
+  total = xp.sum(xp.where(live, g, 0.0), axis=0)  # A select: padding rows give 0.
   d_ground = xp.sum(xp.reshape(total, (kk, -1)), axis=0) - xp.sum(d_m, axis=0)
   return d_m, d_ground, None, None
 

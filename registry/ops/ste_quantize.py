@@ -31,7 +31,7 @@ def _backward(xp, residuals, g, *, scale=1.0, bits=None, clip=False):
     return (g,)
   lo, hi = _range(bits, scale)
   inside = xp.logical_and(x >= lo, x <= hi)
-  return (xp.where(inside, g, xp.zeros_like(g)),)
+  return (xp.where(inside, g, 0.0),)
 
 
 def _surrogate(xp, x, *, scale=1.0, bits=None, clip=False):
