@@ -103,8 +103,25 @@ def _np_dtype(d):
   return np.dtype(tf.as_dtype(d).as_numpy_dtype)
 
 
+_EAGER_SCALARS: dict[tuple, tf.Tensor] = {}  # Kept eager scalars, by (type, repr, dtype).
+_EAGER_SCALARS_LIMIT = 1024
+
+
 def _const(value, dtype):
-  """A Python scalar as a tensor of ``dtype`` (NumPy's rules: out-of-range ints raise)."""
+  """A Python scalar as a tensor of ``dtype`` (NumPy's rules: out-of-range ints raise);
+  eagerly one kept tensor per scalar (tensors are immutable), not a conversion per call."""
+  if not tf.executing_eagerly():
+    return _new_const(value, dtype)
+  key = (type(value), repr(value), dtype)  # The repr tells -0.0 from 0.0 and keeps NaN's.
+  found = _EAGER_SCALARS.get(key)
+  if found is None:
+    if len(_EAGER_SCALARS) >= _EAGER_SCALARS_LIMIT:
+      _EAGER_SCALARS.clear()
+    found = _EAGER_SCALARS[key] = _new_const(value, dtype)
+  return found
+
+
+def _new_const(value, dtype):
   if dtype == bool:
     return tf.constant(_py_bool(value))
   return tf.constant(np.asarray(value, dtype=_np_dtype(dtype)))
@@ -130,6 +147,12 @@ def _cast(x, dtype):
 
 def _promote(*args):
   """The arguments as tensors of their common dtype (Python scalars are weak)."""
+  first = args[0]
+  if isinstance(first, tf.Tensor) and first.dtype.is_floating:  # The common case, at once:
+    dtype = first.dtype  # floating tensors of one dtype, Python floats and ints.
+    if all(type(a) in (_py_float, _py_int) or isinstance(a, tf.Tensor) and a.dtype == dtype
+           for a in args[1:]):
+      return [a if isinstance(a, tf.Tensor) else _const(a, dtype) for a in args]
   dtype = result_type(*args)
   return [_cast(a, dtype) for a in args]
 
