@@ -183,6 +183,29 @@ def _reduce_axes(x, axis):
   return list(range(x.shape.rank)) if axis is None else _norm_axis(axis, x.shape.rank)
 
 
+_HOST_INTS: dict[tuple[int, ...], tf.Tensor] = {}
+
+
+def _host_ints(values):
+  """Small ints an op reads from host memory (axes, a permutation): eagerly one kept int32
+  tensor per tuple, since given a list TF's eager fast path refuses it and converts it on
+  every call (a transpose of a small matrix: 94 against 44 us on one EPYC core); in a graph
+  the list, which becomes a constant once."""
+  if not tf.executing_eagerly():
+    return values
+  key = tuple(_py_int(v) for v in values)
+  found = _HOST_INTS.get(key)
+  if found is None:
+    with tf.device("/device:CPU:0"):
+      found = _HOST_INTS[key] = tf.constant(key, tf.int32)
+  return found
+
+
+def _reduction_axes(x, axis):
+  """`_reduce_axes` as tf.reduce_* takes them fastest (`_host_ints`)."""
+  return _host_ints(_reduce_axes(x, axis))
+
+
 def _shape(x):
   """Static sizes where known, dynamic scalars where not."""
   static = x.shape.as_list()

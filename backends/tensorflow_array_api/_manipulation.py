@@ -6,26 +6,14 @@ import numpy as np
 import tensorflow as tf
 
 from crossgrad.backends.tensorflow_array_api._dtypes import (
-    _cast, _index, _is_scalar, _norm_axis, _promote, _py_int, _reduce_axes, _shape, _tensor,
-    _via_signed, int64)
+    _cast, _host_ints, _index, _is_scalar, _norm_axis, _promote, _py_int, _reduce_axes, _shape,
+    _tensor, _via_signed, int64)
 from crossgrad.backends.tensorflow_array_api._creation import _shape_arg
 
 
-_PERMUTATIONS: dict[tuple[int, ...], tf.Tensor] = {}
-
-
 def _transpose(x, perm):
-  """``tf.transpose(x, perm)``; eagerly with one host tensor per permutation, kept: given
-  a list, TF's eager fast path refuses it and converts it on every call (94 against 44 us
-  for a small matrix on one EPYC core). In a graph the list becomes a constant once."""
-  if not tf.executing_eagerly():
-    return tf.transpose(x, perm)
-  key = tuple(int(a) for a in perm)
-  found = _PERMUTATIONS.get(key)
-  if found is None:
-    with tf.device("/device:CPU:0"):  # Transpose reads its permutation from host memory.
-      found = _PERMUTATIONS[key] = tf.constant(key, tf.int32)
-  return tf.transpose(x, found)
+  """``tf.transpose(x, perm)``, its permutation `_host_ints`."""
+  return tf.transpose(x, _host_ints(perm))
 
 
 # Indexing functions.

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from crossgrad.backends.tensorflow_array_api._dtypes import (
     _SIGNED, _UNSIGNED, _const, _dtype, _index, _is_complex, _is_float, _norm_axis, _py_int,
-    _reduce_axes, _shape, _tensor, astype, bool, int64, uint64)
+    _reduce_axes, _reduction_axes, _shape, _tensor, astype, bool, int64, uint64)
 from crossgrad.backends.tensorflow_array_api._elementwise import _nan_like
 from crossgrad.backends.tensorflow_array_api._manipulation import concat
 
@@ -27,13 +27,13 @@ def _accumulation_dtype(x, dtype):
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # pylint: disable=redefined-builtin
   x = _tensor(x)
   x = astype(x, _accumulation_dtype(x, dtype), copy=False)
-  return tf.reduce_sum(x, _reduce_axes(x, axis), keepdims=keepdims)
+  return tf.reduce_sum(x, _reduction_axes(x, axis), keepdims=keepdims)
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
   x = _tensor(x)
   x = astype(x, _accumulation_dtype(x, dtype), copy=False)
-  return tf.reduce_prod(x, _reduce_axes(x, axis), keepdims=keepdims)
+  return tf.reduce_prod(x, _reduction_axes(x, axis), keepdims=keepdims)
 
 
 def _extreme(x, axis, keepdims, largest):
@@ -58,7 +58,7 @@ def min(x, /, *, axis=None, keepdims=False):  # pylint: disable=redefined-builti
 
 def mean(x, /, *, axis=None, keepdims=False):
   x = _tensor(x)
-  return tf.reduce_mean(x, _reduce_axes(x, axis), keepdims=keepdims)
+  return tf.reduce_mean(x, _reduction_axes(x, axis), keepdims=keepdims)
 
 
 def _count(x, axes):
@@ -119,12 +119,12 @@ def _truth(x):
 
 def all(x, /, *, axis=None, keepdims=False):  # pylint: disable=redefined-builtin
   x = _tensor(x)
-  return tf.reduce_all(_truth(x), _reduce_axes(x, axis), keepdims=keepdims)
+  return tf.reduce_all(_truth(x), _reduction_axes(x, axis), keepdims=keepdims)
 
 
 def any(x, /, *, axis=None, keepdims=False):  # pylint: disable=redefined-builtin
   x = _tensor(x)
-  return tf.reduce_any(_truth(x), _reduce_axes(x, axis), keepdims=keepdims)
+  return tf.reduce_any(_truth(x), _reduction_axes(x, axis), keepdims=keepdims)
 
 
 def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
