@@ -19,7 +19,7 @@ from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflo
 from crossgrad.backends import base, op_core, tensorflow_array_api
 from crossgrad.backends import tensorflow_export
 from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
-from crossgrad.backends.tensorflow_array_api._dtypes import _host_ints
+from crossgrad.backends.tensorflow_array_api._dtypes import _const, _host_ints
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -59,12 +59,16 @@ def _take(x, indices, /, *, axis=None):
   x, indices = tf.convert_to_tensor(x), tf.convert_to_tensor(indices)
   rank = x.shape.rank
   axis = namespace.take_axis(NAME, rank, axis)
-  valid = tf.logical_and(indices >= 0, indices < tf.shape(x, out_type=indices.dtype)[axis])
-  picked = tf.gather(x, tf.where(valid, indices, tf.zeros_like(indices)), axis=axis)
-  mask = tf.reshape(valid, tf.concat(
-      [tf.ones([axis], tf.int32), tf.shape(indices), tf.ones([rank - axis - 1], tf.int32)],
-      axis=0))
-  return tf.where(mask, picked, tf.zeros_like(picked))
+  size = x.shape[axis] if x.shape[axis] is not None else tf.shape(
+      x, out_type=indices.dtype)[axis]
+  valid = tf.logical_and(indices >= 0, indices < size)
+  picked = tf.gather(x, tf.where(valid, indices, _const(0, indices.dtype)), axis=axis)
+  if indices.shape.is_fully_defined():  # Static: no shape ops (each is an op eagerly).
+    mask_shape = _host_ints([1] * axis + indices.shape.as_list() + [1] * (rank - axis - 1))
+  else:
+    mask_shape = tf.concat([tf.ones([axis], tf.int32), tf.shape(indices),
+                            tf.ones([rank - axis - 1], tf.int32)], axis=0)
+  return tf.where(tf.reshape(valid, mask_shape), picked, _const(0, picked.dtype))
 
 
 def _segment(reduce):
@@ -73,7 +77,7 @@ def _segment(reduce):
     # (ids >= num_segments raise on CPU), so every out-of-range id is made -1.
     ids = tf.convert_to_tensor(segment_ids)
     inside = tf.logical_and(ids >= 0, ids < num_segments)
-    return reduce(data, tf.where(inside, ids, -tf.ones_like(ids)), num_segments)
+    return reduce(data, tf.where(inside, ids, _const(-1, ids.dtype)), num_segments)
   return segment
 
 
