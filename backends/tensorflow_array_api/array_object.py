@@ -274,7 +274,7 @@ class MatrixTransposed(Array):
     return self.transposed_of.shape.rank
 
 
-def matrix_transpose(x):
+def matrix_transpose(x, /):
   """The standard's ``matrix_transpose`` of a body array, lazily (`MatrixTransposed`)."""
   if type(x) is MatrixTransposed:
     return Array(x.transposed_of)
@@ -283,7 +283,7 @@ def matrix_transpose(x):
   return MatrixTransposed(x.tensor)
 
 
-def matmul(x1, x2):
+def matmul(x1, x2, /):
   """The standard's ``matmul`` of body arrays, a `MatrixTransposed` operand taken as
   TensorFlow's ``transpose_a``/``transpose_b``."""
   a, b = (x.transposed_of if type(x) is MatrixTransposed else None for x in (x1, x2))
