@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import json
 import os
 import sys
 import time
@@ -79,6 +80,18 @@ def _headlines(results: dict) -> dict:
   return out
 
 
+def _kept(out_dir: str, names: Sequence[str]) -> dict:
+  """The JSON earlier runs left in ``out_dir``, by benchmark: a run of some benchmarks
+  (``--only``) keeps the others' headline figures."""
+  kept = {}
+  for name in names:
+    path = os.path.join(out_dir, f"{name}.json")
+    if os.path.exists(path):
+      with open(path, encoding="utf-8") as f:
+        kept[name] = json.load(f)
+  return kept
+
+
 def accelerators() -> list[str]:
   """The non-CPU devices of the frameworks this process has loaded (``[]``: none)."""
   found = set()
@@ -111,7 +124,7 @@ def run(quick: bool = False, out_dir: str = "out",
   summary = {"title": "crossgrad benchmarks: headline figures", "quick": quick,
              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
              "command": command, "accelerators": accelerators(), "seconds": seconds,
-             "headlines": _headlines(results)}
+             "headlines": _headlines({**_kept(out_dir, BENCHMARKS), **results})}
   timing.write_json(os.path.join(out_dir, "summary.json"), summary)
   return {**results, "summary": summary}
 

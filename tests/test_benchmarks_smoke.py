@@ -157,6 +157,19 @@ def _is_program(path):
              for n in ast.parse(path.read_text()).body)
 
 
+def test_run_all_of_some_benchmarks_keeps_the_others_headlines(tmp_path):
+  """``--only`` reruns some benchmarks; the summary's headlines still cover the JSON that
+  earlier runs left beside them (docs/benchmarks.md's headline table stays whole)."""
+  kept = {"rows": [{"elements": 1000, "TF1 idiom": "py_func", "crossgrad": "XLA",
+                    "speedup": 2.5}]}
+  (tmp_path / "tf1_idiom.json").write_text(json.dumps(kept))
+  run_all.run(quick=True, out_dir=str(tmp_path), benchmarks=("tf1_port_overhead",))
+  summary = json.loads((tmp_path / "summary.json").read_text())
+  assert list(summary["seconds"]) == ["tf1_port_overhead"]
+  assert summary["headlines"]["tf1_idiom_speedup"] == {"1000 py_func vs XLA": 2.5}
+  assert all(_positive(r) for r in summary["headlines"]["tf1_port_overhead_ratio"].values())
+
+
 def test_run_all_lists_every_benchmark_module():
   """run_all's lists split benchmarks/ exactly: the programs it runs (and the pending
   ones) have a main guard and run()/settings(); tools have a main guard; libraries have
