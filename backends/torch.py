@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 import array_api_compat.torch as compat
 import numpy as np
 import torch
+from torch._functorch.utils import unwrap_dead_wrappers as _unwrap_dead_wrappers
 from torch.autograd import forward_ad
 from torch.utils import _pytree as pytree
 
@@ -445,6 +446,15 @@ def _backward_rules(index: int, saved: Callable[..., Any]):
   return backward, jvp
 
 
+def _apply(function: type[torch.autograd.Function], tensors: Sequence[Any]) -> Any:
+  """``function.apply(*tensors)`` eagerly: what torch's `Function.apply` does outside
+  functorch transforms, less its `inspect.signature` binding of the arguments to the
+  forward's, which binds nothing here (one positional-only parameter per input)."""
+  if torch._C._are_functorch_transforms_active():  # pylint: disable=protected-access
+    return function.apply(*tensors)
+  return super(torch.autograd.Function, function).apply(*_unwrap_dead_wrappers(tensors))
+
+
 def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
   """The op as a `torch.autograd.Function` (``function``) and its twin without ``jvp``
   (``compiled_function``), which the call picks while torch.compile traces."""
@@ -474,8 +484,7 @@ def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
       **methods, "setup_context": staticmethod(setup_context)})
 
   def run(*tensors):
-    function = compiled if torch.compiler.is_compiling() else full
-    result = function.apply(*tensors)
+    result = compiled.apply(*tensors) if torch.compiler.is_compiling() else _apply(full, tensors)
     n_outputs, specs = result[-1][:2]
     return result[0] if specs.single else tuple(result[:n_outputs])
 
