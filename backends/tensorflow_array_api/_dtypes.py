@@ -11,6 +11,8 @@ import ml_dtypes  # NumPy's bfloat16, installed with TensorFlow.
 import numpy as np
 import tensorflow as tf
 
+from crossgrad.backends import base
+
 
 _py_bool, _py_int, _py_float, _py_complex = (builtins.bool, builtins.int, builtins.float,
                                              builtins.complex)
@@ -103,8 +105,8 @@ def _np_dtype(d):
   return np.dtype(tf.as_dtype(d).as_numpy_dtype)
 
 
+_KEPT_LIMIT = 1024  # Eager tensors a cache below keeps (then it starts afresh).
 _EAGER_SCALARS: dict[tuple, tf.Tensor] = {}  # Kept eager scalars, by (type, repr, dtype).
-_EAGER_SCALARS_LIMIT = 1024
 
 
 def _const(value, dtype):
@@ -113,12 +115,7 @@ def _const(value, dtype):
   if not tf.executing_eagerly():
     return _new_const(value, dtype)
   key = (type(value), repr(value), dtype)  # The repr tells -0.0 from 0.0 and keeps NaN's.
-  found = _EAGER_SCALARS.get(key)
-  if found is None:
-    if len(_EAGER_SCALARS) >= _EAGER_SCALARS_LIMIT:
-      _EAGER_SCALARS.clear()
-    found = _EAGER_SCALARS[key] = _new_const(value, dtype)
-  return found
+  return base.interned(_EAGER_SCALARS, key, lambda _: _new_const(value, dtype), _KEPT_LIMIT)
 
 
 def _new_const(value, dtype):
@@ -193,12 +190,13 @@ def _host_ints(values):
   the list, which becomes a constant once."""
   if not tf.executing_eagerly():
     return values
-  key = tuple(_py_int(v) for v in values)
-  found = _HOST_INTS.get(key)
-  if found is None:
-    with tf.device("/device:CPU:0"):
-      found = _HOST_INTS[key] = tf.constant(key, tf.int32)
-  return found
+  return base.interned(_HOST_INTS, tuple(_py_int(v) for v in values), _new_host_ints,
+                       _KEPT_LIMIT)
+
+
+def _new_host_ints(key: tuple[int, ...]) -> tf.Tensor:
+  with tf.device("/device:CPU:0"):
+    return tf.constant(key, tf.int32)
 
 
 def _reduction_axes(x, axis):

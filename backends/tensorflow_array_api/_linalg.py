@@ -54,11 +54,8 @@ def matmul_transposed(x1, x2, transpose_a: bool, transpose_b: bool):
     shapes = [s[:-2].concatenate(s[-2:][::-1]) if t else s
               for s, t in ((x1.shape, transpose_a), (x2.shape, transpose_b))]
     raise ValueError(f"matmul: shapes {shapes[0]} and {shapes[1]} do not align")
-  if transpose_a or transpose_b:
-    out = _matmul_dtype_fix(lambda a, b: tf.linalg.matmul(
-        a, b, transpose_a=transpose_a, transpose_b=transpose_b), a, b)
-  else:
-    out = _matmul_dtype_fix(tf.linalg.matmul, a, b)
+  out = _matmul_dtype_fix(lambda a, b: tf.linalg.matmul(
+      a, b, transpose_a=transpose_a, transpose_b=transpose_b), a, b)
   if vec1:
     out = tf.squeeze(out, -2)
   if vec2:
