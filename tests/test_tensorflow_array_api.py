@@ -120,6 +120,18 @@ def test_python_scalars_are_weak_as_in_numpy(mode, dtype, scalar):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_python_scalars_keep_their_sign_also_nan(mode, dtype):
+  """Each sign met after the other (eager scalars are kept tensors): copysign reads a NaN's
+  sign bit, and where returns the scalar itself."""
+  x, keep = np.array([1.0, -2.0], dtype), np.array([True, False])
+  for scalar in (nan, -nan, nan, 0.0, -0.0, 0.0):
+    got = _run(mode, lambda m, a, k: (m.copysign(a, scalar), m.where(k, a, scalar)), x, keep)
+    assert np.array_equal(np.signbit(got[0]), np.signbit(np.copysign(x, scalar))), scalar
+    assert np.signbit(got[1][1]) == np.signbit(scalar), scalar
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_mixed_arrays_promote(mode):
   i8, u8 = np.array([-3, 100], np.int8), np.array([200, 7], np.uint8)
   _check(mode, lambda m, a, b: m.add(a, b), i8, u8)  # int16

@@ -6,6 +6,7 @@ import collections
 import contextlib
 import math
 import operator
+import struct
 
 import ml_dtypes  # NumPy's bfloat16, installed with TensorFlow.
 import numpy as np
@@ -106,7 +107,7 @@ def _np_dtype(d):
 
 
 _KEPT_LIMIT = 1024  # Eager tensors a cache below keeps (then it starts afresh).
-_EAGER_SCALARS: dict[tuple, tf.Tensor] = {}  # Kept eager scalars, by (type, repr, dtype).
+_EAGER_SCALARS: dict[tuple, tf.Tensor] = {}  # Kept eager scalars, by type, value, dtype.
 
 
 def _const(value, dtype):
@@ -114,7 +115,9 @@ def _const(value, dtype):
   eagerly one kept tensor per scalar (tensors are immutable), not a conversion per call."""
   if not tf.executing_eagerly():
     return _new_const(value, dtype)
-  key = (type(value), repr(value), dtype)  # The repr tells -0.0 from 0.0 and keeps NaN's.
+  key = (type(value), repr(value), dtype)  # The repr tells -0.0 from 0.0...
+  if value != value:  # ...but not -NaN from NaN: the bits do (copysign reads the sign).
+    key += (struct.pack("<dd", value.real, value.imag),)
   return base.interned(_EAGER_SCALARS, key, lambda _: _new_const(value, dtype), _KEPT_LIMIT)
 
 
