@@ -57,6 +57,8 @@ def _unbroadcast(x, like, /):
 def _take(x, indices, /, *, axis=None):
   """tf.gather under crossgrad's bad-index rule: zeros outside [0, n) on every device."""
   x, indices = tf.convert_to_tensor(x), tf.convert_to_tensor(indices)
+  if indices.dtype not in (tf.int32, tf.int64):  # Any integer dtype, as the standard's:
+    indices = tf.cast(indices, tf.int64)  # gather takes int16/32/64, and a size may not fit.
   rank = x.shape.rank
   axis = namespace.take_axis(NAME, rank, axis)
   size = x.shape[axis] if x.shape[axis] is not None else tf.shape(

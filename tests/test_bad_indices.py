@@ -103,6 +103,23 @@ def test_take_follows_the_rule_on_several_logical_devices():
   _assert_rule({k: [np.array(o, np.float32) for o in v] for k, v in results.items()})
 
 
+def test_tensorflow_take_takes_every_integer_index_dtype():
+  """The standard's indices may have any integer dtype; TF's gather takes int16/32/64 only,
+  and an index dtype may not hold the axis' size (int16 against 40000 rows)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  long = np.arange(40000, dtype=np.float32)[:, None]
+  cases = [(X, np.array([np.iinfo(d).min, 0, 4, 5, np.iinfo(d).max], d))
+           for d in (np.int8, np.uint8, np.int16, np.uint16, np.uint32, np.uint64)]
+  cases.append((long, np.array([-1, 0, 32767], np.int16)))
+  for mode in cg.tensorflow.MODES:
+    fn = lambda x, i: cg.tensorflow.xp.take(x, i, axis=0)
+    if mode != "eager":
+      fn = tf.function(fn, jit_compile=(mode == "jit"), autograph=False)
+    for x, indices in cases:
+      np.testing.assert_array_equal(fn(tf.constant(x), tf.constant(indices)),
+                                    rule(x, indices, 0), err_msg=f"{mode} {indices.dtype}")
+
+
 def test_out_of_range_indices_get_no_gradient():
   """Autodiff through xp.take: d sum(w * take(x, i)) / dx[j] = sum of w where i == j."""
   import jax  # pylint: disable=g-import-not-at-top
