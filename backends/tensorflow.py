@@ -309,12 +309,11 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       out_tangents = [acc.jvp(o, unconnected_gradients=tf.UnconnectedGradients.ZERO)
                       if o.dtype.is_floating or o.dtype.is_complex else None
                       for o in outs]
-    if dirs is not None:
+    if dirs is not None:  # The gradient of <vjp, direction>: the vjp of the vjp.
       with tf.GradientTape() as outer:
         outer.watch(diff_args)
-        _, grads = _vjp(fn, diff, args, cots)
-        total = tf.add_n([tf.reduce_sum(g * dirs[i]) for g, i in zip(grads, diff)])
-      second = outer.gradient(total, diff_args,
+        grads = [tf.convert_to_tensor(g) for g in _vjp(fn, diff, args, cots)[1]]
+      second = outer.gradient(grads, diff_args, output_gradients=[dirs[i] for i in diff],
                               unconnected_gradients=tf.UnconnectedGradients.ZERO)
     return out_tangents, second
 
