@@ -401,7 +401,7 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
                           direction: Sequence[Any] | None, *, device: str = "cpu:0",
                           mode: str = "jit"):
   """In one program: the output tangents (`jax.jvp`) for input ``tangents``, and the
-  gradient of <vjp(cotangent), direction> with respect to each input (`jax.grad` of
+  gradient of <vjp(cotangent), direction> with respect to each input (`jax.vjp` of
   `jax.vjp`: the backward differentiated); None for integer outputs, inputs without a
   gradient, and what is not asked for (``tangents`` or ``direction`` None)."""
   op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES, inputs)
@@ -415,11 +415,10 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       if tans is not None:
         out_tangents = validation.as_tuple(jax.jvp(
             base.of_diff(fn, diff, args), [args[i] for i in diff], [tans[i] for i in diff])[1])
-      if dirs is not None:
-        def inner(*moved):
-          _, cts = _vjp(base.of_diff(fn, diff, args), moved, cots)
-          return sum(jnp.vdot(c, dirs[i]) for c, i in zip(cts, diff))
-        second = jax.grad(inner, argnums=tuple(range(len(diff))))(*[args[i] for i in diff])
+      if dirs is not None:  # The gradient of <vjp, direction>: the vjp of the vjp.
+        _, pullback = jax.vjp(lambda *moved: _vjp(base.of_diff(fn, diff, args), moved, cots)[1],
+                              *[args[i] for i in diff])
+        second = pullback(tuple(dirs[i] for i in diff))
       return out_tangents, second
     return run
 

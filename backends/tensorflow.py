@@ -260,9 +260,11 @@ def _run_on(device: str, mode: str, arrays: Any, run: Callable[..., Any], op: Op
   with tf.device("/device:" + device.upper()), scope:
     tensors = tf.nest.map_structure(lambda a: None if a is None else tf.constant(a), arrays)
     out = call(*tensors)
-  # A tangent or gradient may come as tf.IndexedSlices (of a gather): densified.
+  # A tangent or gradient may come as tf.IndexedSlices (of a gather): densified. Read as a
+  # view (read-only, as tensors are), not a copy (`.numpy()`): a copy per result is most
+  # of the check's own cost at a million elements.
   return tf.nest.map_structure(
-      lambda t: None if t is None else tf.convert_to_tensor(t).numpy(), out)
+      lambda t: None if t is None else np.asarray(tf.convert_to_tensor(t)), out)
 
 
 def _vjp(fn: Callable[..., Any], diff: Sequence[int], args: Sequence[Any],
@@ -309,12 +311,11 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       out_tangents = [acc.jvp(o, unconnected_gradients=tf.UnconnectedGradients.ZERO)
                       if o.dtype.is_floating or o.dtype.is_complex else None
                       for o in outs]
-    if dirs is not None:
+    if dirs is not None:  # The gradient of <vjp, direction>: the vjp of the vjp.
       with tf.GradientTape() as outer:
         outer.watch(diff_args)
-        _, grads = _vjp(fn, diff, args, cots)
-        total = tf.add_n([tf.reduce_sum(g * dirs[i]) for g, i in zip(grads, diff)])
-      second = outer.gradient(total, diff_args,
+        grads = [tf.convert_to_tensor(g) for g in _vjp(fn, diff, args, cots)[1]]
+      second = outer.gradient(grads, diff_args, output_gradients=[dirs[i] for i in diff],
                               unconnected_gradients=tf.UnconnectedGradients.ZERO)
     return out_tangents, second
 

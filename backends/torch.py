@@ -679,11 +679,11 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
     target, args = _on_device(op, inputs, device)
     _, grads = _vjp(fn, op, args, cotangent, target, create_graph=True)
     diff_args = [args[i] for i in op.diff_argnums]
-    total = sum((g * _from_numpy(direction[i], target)).sum()
-                for g, i in zip(grads, op.diff_argnums))
-    found = (torch.autograd.grad(total, diff_args, allow_unused=True)
-             if isinstance(total, torch.Tensor) and total.requires_grad
-             else [None] * len(diff_args))
+    moving = [(g, _from_numpy(direction[i], target))  # The vjp of the vjp, where it moves.
+              for g, i in zip(grads, op.diff_argnums) if g.requires_grad]
+    found = (torch.autograd.grad([g for g, _ in moving], diff_args,
+                                 grad_outputs=[d for _, d in moving], allow_unused=True)
+             if moving else [None] * len(diff_args))
     second = base.merge_cotangents(op, [
         _to_numpy(torch.zeros_like(a) if g is None else g) for a, g in zip(diff_args, found)])
   return out_tangents, second

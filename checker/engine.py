@@ -262,12 +262,15 @@ def _first_line(e: BaseException) -> str:
 
 
 def _warm_up(modules: dict[str, Any], modes: Sequence[str] | None,
-             settings: _Settings) -> None:
+             settings: _Settings) -> list[str]:
   """Starts each checked backend's optional `warm_up` (torch: Inductor's CPU probe, which
-  then runs alongside the first rows)."""
+  then runs alongside the other backends' rows); returns their names."""
+  started = []
   for name, module in modules.items():
     if hasattr(module, "warm_up") and settings.runs_backend(name):
       module.warm_up(higher_order.modes_of(module, modes))
+      started.append(name)
+  return started
 
 
 def cross_check(
@@ -342,13 +345,51 @@ def cross_check(
   settings = _Settings(devices, modes, seed, progress or (lambda _: None),
                        compare.check_tolerance(tolerance), special_values.policy(special),
                        determinism, None if units is None else frozenset(units))
-  _warm_up(modules, modes, settings)
+  parts = _warm_ups_last(opdefs, dtypes, backends, _warm_up(modules, modes, settings),
+                         settings)
   rows: list[Row] = []
   with pinned(modules, precision):
-    for index, op in enumerate(opdefs, 1):
-      rows += _op_rows(op, f"[{index}/{len(opdefs)}]", inputs, dtypes, reference, modules,
-                       settings)
+    for part in parts:
+      for index, op in enumerate(opdefs, 1):
+        rows += _op_rows(op, f"[{index}/{len(opdefs)}]", inputs, dtypes, reference, modules,
+                         part)
+  if len(parts) > 1:
+    rows.sort(key=row_order(work_units(opdefs, dtypes, backends)))
   return Report(rows, time.perf_counter() - start, _environment(modules))
+
+
+def _warm_ups_last(opdefs, dtypes, backends, late: Sequence[str],
+                   settings: _Settings) -> list[_Settings]:
+  """``settings`` split in two: the units of backends not warming up, then those of the
+  ``late`` ones, whose warm-up (torch: a few seconds of C++ compiles) runs meanwhile instead
+  of holding up their first row; ``[settings]`` when nothing else would run meanwhile."""
+  units = [u for u in work_units(opdefs, dtypes, backends)
+           if settings.units is None or u in settings.units]
+  first = frozenset(u for u in units if u[3] not in late)
+  if not late or not any(backend != "numpy" for *_, backend in first):
+    return [settings]
+  return [dataclasses.replace(settings, units=first),
+          dataclasses.replace(settings, units=frozenset(units) - first)]
+
+
+# Rows of the reference's unit before every dtype's rows (the sample, finite differences).
+_FIRST = (Check.SAMPLE, Check.FD, Check.FD_FORWARD, Check.DECLARED)
+
+
+def row_order(units: Sequence[Sequence[str]]) -> Callable[[Row], tuple]:
+  """The sort key putting rows in the order one run of ``units`` (`work_units`) makes
+  them, whatever order they were made in (shards, backends warming up)."""
+  pairs = {tuple(u[:2]): i for i, u in enumerate(u for u in units if u[3] == "numpy")}
+  dtypes = {d: i for i, d in enumerate(dict.fromkeys(u[2] for u in units if u[3] != "numpy"))}
+  backends = {b: i for i, b in enumerate(dict.fromkeys(u[3] for u in units))}
+
+  def key(row):
+    if row.backend != "numpy":
+      return pairs[row.op, row.params], dtypes[row.dtype], backends[row.backend]
+    if row.check in _FIRST:
+      return pairs[row.op, row.params], -1, -1
+    return pairs[row.op, row.params], dtypes.get(row.dtype, -1), -1
+  return key
 
 
 PRECISIONS = ("highest", "framework")

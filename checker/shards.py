@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from crossgrad.checker import engine
 from crossgrad.checker import higher_order
-from crossgrad.checker.report import Check, Report
+from crossgrad.checker.report import Report
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
@@ -145,23 +145,6 @@ def _check_shards(paths: Sequence[str], reports: Sequence[dict[str, Any]]) -> No
                          argument="--merge", actual=", ".join(map(repr, paths)))
 
 
-# Rows of the reference's unit before every dtype's rows (the sample, finite differences).
-_FIRST = (Check.SAMPLE, Check.FD, Check.FD_FORWARD, Check.DECLARED)
-
-
-def _order(units: Sequence[Sequence[str]]):
-  """The sort key putting rows in the order one run makes them (`engine.work_units`)."""
-  pairs = {tuple(u[:2]): i for i, u in enumerate(u for u in units if u[3] == "numpy")}
-  dtypes = {d: i for i, d in enumerate(dict.fromkeys(u[2] for u in units if u[3] != "numpy"))}
-  backends = {b: i for i, b in enumerate(dict.fromkeys(u[3] for u in units))}
-
-  def key(row):
-    if row.backend != "numpy":
-      return pairs[row.op, row.params], dtypes[row.dtype], backends[row.backend]
-    if row.check in _FIRST:
-      return pairs[row.op, row.params], -1, -1
-    return pairs[row.op, row.params], dtypes.get(row.dtype, -1), -1
-  return key
 
 
 def merge(paths: Sequence[str]) -> Report:
@@ -172,7 +155,7 @@ def merge(paths: Sequence[str]) -> Report:
   _check_shards(paths, reports)
   rows = [row for data in reports for row in Report.from_dict(data).rows]
   try:
-    rows.sort(key=_order(reports[0]["identity"]["units"]))
+    rows.sort(key=engine.row_order(reports[0]["identity"]["units"]))
   except KeyError as e:
     raise CrossgradError("a shard report has a row of no unit of the check",
                          argument="--merge", actual=str(e)) from None

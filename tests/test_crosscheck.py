@@ -165,3 +165,28 @@ def test_relative_error_metric():
       pytest.approx(0.2 / 2.2)
   assert engine.max_relative_error(np.array([np.nan]), np.array([1.0])) == np.inf
   assert engine.max_relative_error(np.zeros(2), np.zeros(3)) == np.inf
+
+
+def test_a_backend_warming_up_runs_last_and_rows_keep_one_runs_order(monkeypatch):
+  """A backend with a `warm_up` (torch: Inductor's C++ probe, seconds on a cold cache) gets
+  its units after every other backend's, so the warm-up runs alongside them instead of
+  holding up its first row; the report's rows come in `work_units` order all the same."""
+  def rows_and_calls():
+    calls = []
+    for name in ("tensorflow", "jax"):
+      module = base.load(name)
+      monkeypatch.setattr(module, "evaluate", lambda *a, _f=module.evaluate, _n=name, **k: (
+          calls.append(_n), _f(*a, **k))[1])
+    report = cg.cross_check(["leaky_relu", "custom_add"], backends=["tensorflow", "jax"],
+                            modes=["eager"], special=False)
+    assert report.ok
+    return [(r.op, r.params, r.dtype, r.backend, r.mode, r.check) for r in report.rows], calls
+
+  in_order, calls = rows_and_calls()
+  assert calls[:2] == ["tensorflow", "jax"]  # One op, parameter set and dtype at a time.
+  started = []
+  monkeypatch.setattr(base.load("jax"), "warm_up", started.append, raising=False)
+  warming_last, calls = rows_and_calls()
+  assert started == [["eager"]]
+  assert calls == sorted(calls, key=["tensorflow", "jax"].index)  # Every jax call last.
+  assert warming_last == in_order
