@@ -82,6 +82,8 @@ def _take(x, indices, axis=0):
   """Slices of ``x`` at ``indices`` along ``axis``; zeros where an index is outside [0, n)."""
   x = _tensor(x)
   indices = _tensor(indices, x)
+  if indices.dtype not in (torch.int32, torch.int64):  # Any integer dtype, as the standard's:
+    indices = indices.to(torch.int64)  # index_select takes int32/64 (nor compares uint16-64).
   axis %= x.ndim
   valid = (indices >= 0) & (indices < x.shape[axis])
   flat = torch.where(valid, indices, 0).reshape(-1)

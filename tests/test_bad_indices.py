@@ -120,6 +120,19 @@ def test_tensorflow_take_takes_every_integer_index_dtype():
                                     rule(x, indices, 0), err_msg=f"{mode} {indices.dtype}")
 
 
+def test_torch_take_takes_every_integer_index_dtype():
+  """As TensorFlow's: torch's index_select takes int32/64 indices only, and its comparisons
+  have no kernel for uint16, uint32 and uint64."""
+  import torch  # pylint: disable=g-import-not-at-top
+  long = np.arange(40000, dtype=np.float32)[:, None]
+  cases = [(X, np.array([np.iinfo(d).min, 0, 4, 5, np.iinfo(d).max], d))
+           for d in (np.int8, np.uint8, np.int16, np.uint16, np.uint32, np.uint64)]
+  cases.append((long, np.array([-1, 0, 32767], np.int16)))
+  for x, indices in cases:
+    got = cg.torch.xp.take(torch.as_tensor(x), torch.as_tensor(indices), axis=0)
+    np.testing.assert_array_equal(got.numpy(), rule(x, indices, 0), err_msg=str(indices.dtype))
+
+
 def test_out_of_range_indices_get_no_gradient():
   """Autodiff through xp.take: d sum(w * take(x, i)) / dx[j] = sum of w where i == j."""
   import jax  # pylint: disable=g-import-not-at-top
