@@ -345,17 +345,25 @@ def cross_check(
   settings = _Settings(devices, modes, seed, progress or (lambda _: None),
                        compare.check_tolerance(tolerance), special_values.policy(special),
                        determinism, None if units is None else frozenset(units))
-  parts = _warm_ups_last(opdefs, dtypes, backends, _warm_up(modules, modes, settings),
-                         settings)
-  rows: list[Row] = []
+  warming = _warm_up(modules, modes, settings)
   with pinned(modules, precision):
-    for part in parts:
-      for index, op in enumerate(opdefs, 1):
-        rows += _op_rows(op, f"[{index}/{len(opdefs)}]", inputs, dtypes, reference, modules,
-                         part)
+    rows = _rows(opdefs, inputs, dtypes, backends, reference, modules, settings, warming)
+  return Report(rows, time.perf_counter() - start, _environment(modules))
+
+
+def _rows(opdefs, inputs, dtypes, backends, reference, modules, settings: _Settings,
+          warming: Sequence[str]) -> list[Row]:
+  """Every op's rows, in one run's order, the units of the backends ``warming`` up run
+  after the others' (`_warm_ups_last`)."""
+  parts = _warm_ups_last(opdefs, dtypes, backends, warming, settings)
+  rows: list[Row] = []
+  for part in parts:
+    for index, op in enumerate(opdefs, 1):
+      rows += _op_rows(op, f"[{index}/{len(opdefs)}]", inputs, dtypes, reference, modules,
+                       part)
   if len(parts) > 1:
     rows.sort(key=row_order(work_units(opdefs, dtypes, backends)))
-  return Report(rows, time.perf_counter() - start, _environment(modules))
+  return rows
 
 
 def _warm_ups_last(opdefs, dtypes, backends, late: Sequence[str],
