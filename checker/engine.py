@@ -355,24 +355,25 @@ def _rows(opdefs, inputs, dtypes, backends, reference, modules, settings: _Setti
           warming: Sequence[str]) -> list[Row]:
   """Every op's rows, in one run's order, the units of the backends ``warming`` up run
   after the others' (`_warm_ups_last`)."""
-  parts = _warm_ups_last(opdefs, dtypes, backends, warming, settings)
+  units = work_units(opdefs, dtypes, backends)
+  parts = _warm_ups_last(units, warming, settings)
   rows: list[Row] = []
   for part in parts:
     for index, op in enumerate(opdefs, 1):
       rows += _op_rows(op, f"[{index}/{len(opdefs)}]", inputs, dtypes, reference, modules,
                        part)
   if len(parts) > 1:
-    rows.sort(key=row_order(work_units(opdefs, dtypes, backends)))
+    rows.sort(key=row_order(units))
   return rows
 
 
-def _warm_ups_last(opdefs, dtypes, backends, late: Sequence[str],
+def _warm_ups_last(units: Sequence[tuple], late: Sequence[str],
                    settings: _Settings) -> list[_Settings]:
-  """``settings`` split in two: the units of backends not warming up, then those of the
-  ``late`` ones, whose warm-up (torch: a few seconds of C++ compiles) runs meanwhile instead
-  of holding up their first row; ``[settings]`` when nothing else would run meanwhile."""
-  units = [u for u in work_units(opdefs, dtypes, backends)
-           if settings.units is None or u in settings.units]
+  """``settings`` split in two: its ``units`` (`work_units`) of backends not warming up,
+  then those of the ``late`` ones, whose warm-up (torch: a few seconds of C++ compiles) runs
+  meanwhile instead of holding up their first row; ``[settings]`` when nothing else would
+  run meanwhile."""
+  units = [u for u in units if settings.units is None or u in settings.units]
   first = frozenset(u for u in units if u[3] not in late)
   if not late or not any(backend != "numpy" for *_, backend in first):
     return [settings]

@@ -145,8 +145,6 @@ def _check_shards(paths: Sequence[str], reports: Sequence[dict[str, Any]]) -> No
                          argument="--merge", actual=", ".join(map(repr, paths)))
 
 
-
-
 def merge(paths: Sequence[str]) -> Report:
   """One report from the shard reports at ``paths``, rows in one run's order."""
   if not paths:

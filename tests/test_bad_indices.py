@@ -103,14 +103,20 @@ def test_take_follows_the_rule_on_several_logical_devices():
   _assert_rule({k: [np.array(o, np.float32) for o in v] for k, v in results.items()})
 
 
+def _every_integer_index_dtype() -> list[tuple[np.ndarray, np.ndarray]]:
+  """(x, indices) with indices of each integer dtype besides int32 and int64, each dtype's
+  extremes included, and int16 indices into more rows than int16 holds."""
+  cases = [(X, np.array([np.iinfo(d).min, 0, 4, 5, np.iinfo(d).max], d))
+           for d in (np.int8, np.uint8, np.int16, np.uint16, np.uint32, np.uint64)]
+  return cases + [(np.arange(40000, dtype=np.float32)[:, None],
+                   np.array([-1, 0, 32767], np.int16))]
+
+
 def test_tensorflow_take_takes_every_integer_index_dtype():
   """The standard's indices may have any integer dtype; TF's gather takes int16/32/64 only,
   and an index dtype may not hold the axis' size (int16 against 40000 rows)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  long = np.arange(40000, dtype=np.float32)[:, None]
-  cases = [(X, np.array([np.iinfo(d).min, 0, 4, 5, np.iinfo(d).max], d))
-           for d in (np.int8, np.uint8, np.int16, np.uint16, np.uint32, np.uint64)]
-  cases.append((long, np.array([-1, 0, 32767], np.int16)))
+  cases = _every_integer_index_dtype()
   for mode in cg.tensorflow.MODES:
     fn = lambda x, i: cg.tensorflow.xp.take(x, i, axis=0)
     if mode != "eager":
@@ -124,10 +130,7 @@ def test_torch_take_takes_every_integer_index_dtype():
   """As TensorFlow's: torch's index_select takes int32/64 indices only, and its comparisons
   have no kernel for uint16, uint32 and uint64."""
   import torch  # pylint: disable=g-import-not-at-top
-  long = np.arange(40000, dtype=np.float32)[:, None]
-  cases = [(X, np.array([np.iinfo(d).min, 0, 4, 5, np.iinfo(d).max], d))
-           for d in (np.int8, np.uint8, np.int16, np.uint16, np.uint32, np.uint64)]
-  cases.append((long, np.array([-1, 0, 32767], np.int16)))
+  cases = _every_integer_index_dtype()
   for x, indices in cases:
     got = cg.torch.xp.take(torch.as_tensor(x), torch.as_tensor(indices), axis=0)
     np.testing.assert_array_equal(got.numpy(), rule(x, indices, 0), err_msg=str(indices.dtype))
