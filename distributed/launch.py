@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from typing import Callable, Sequence
@@ -28,6 +29,17 @@ POLL_SECONDS = 0.1
 
 class LaunchError(CrossgradError):
   """A process of a local multi-process run failed; the message names it and the cause."""
+
+
+def exit_worker(status: int) -> None:
+  """Ends this process with ``status`` at once, its output flushed, skipping the
+  interpreter's teardown. For a launched worker whose result is written: torch's gloo
+  threads may still be releasing a finished collective's tensors then, and one that needs
+  the GIL while the interpreter finalizes aborts the process ("terminate called without
+  an active exception", SIGABRT), failing a run that succeeded."""
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(status)  # pylint: disable=protected-access
 
 
 def free_ports(count: int) -> list[int]:

@@ -191,7 +191,7 @@ def _main_processes():
     part = processes.train(flag.worker, _problem(flag.seed), flag.steps, flag.process_id,
                            flag.processes, ports, QUANTIZE)
     print(json.dumps(part), flush=True)
-    return 0
+    launch.exit_worker(0)  # Reported: torch's gloo teardown may abort a finished run.
   log = lambda line: print(line, file=sys.stderr, flush=True)
   try:
     results = run_processes(flag.processes, flag.steps, flag.seed,

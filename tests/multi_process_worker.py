@@ -22,7 +22,7 @@ import functools
 import numpy as np
 
 import crossgrad as cg
-from crossgrad.distributed import frameworks
+from crossgrad.distributed import frameworks, launch
 from crossgrad.registry import validation
 
 PER_PROCESS = 2  # Examples per process.
@@ -187,7 +187,7 @@ def _main(argv):
           saved[f"{op.name}|{index}|{placement}|weight|{k}"] = w
       print(f"{op.name} {index} done", flush=True)
   np.savez(f"{f.out}/{f.framework}_{f.process_id}.npz", **saved)
-  return 0
+  launch.exit_worker(0)  # Saved: torch's gloo teardown may abort a finished run.
 
 
 if __name__ == "__main__":

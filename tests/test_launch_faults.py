@@ -135,3 +135,17 @@ def test_free_ports_are_distinct_and_free():
     held.bind((launch.HOST, ports[0]))
     with pytest.raises(launch.LaunchError, match=f"test: port {ports[0]} is taken"):
       launch.claim_port(ports[0], "test")
+
+
+def test_a_worker_that_exits_skips_a_teardown_that_would_abort_it():
+  """`launch.exit_worker`: the status given and the output written, with no interpreter
+  teardown; a teardown that aborts (as torch's gloo threads may, see its docstring) would
+  end the process with SIGABRT."""
+  script = ("import atexit, os; from crossgrad.distributed import launch; "
+            "atexit.register(os.abort); print('result', end=''); launch.exit_worker(0)")
+  done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                        check=False)
+  control = subprocess.run([sys.executable, "-c", "import atexit, os; atexit.register(os.abort)"],
+                           capture_output=True, check=False)
+  assert (done.returncode, done.stdout) == (0, "result")
+  assert control.returncode == -signal.SIGABRT
