@@ -250,9 +250,11 @@ def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
   run as one compiled program instead of one dispatch per operation (what made an eager
   step up to 1.6x a hand-written `jax.custom_vjp`); inside a trace it is inlined.
 
-  An op whose forward checks input values (`validation.concrete_values`: center_loss's
-  labels) stays op by op, so that an eager call still sees the values and raises; the
-  first call, made without the jit, tells which kind an op is."""
+  An op whose forward itself reads input values (`validation.concrete_values`) stays op
+  by op, so that an eager call still sees the values and raises; the first call, made
+  without the jit, tells which kind an op is. Checks declared as the op's
+  ``check_values`` (center_loss's labels) run before the call instead, and keep it
+  compiled."""
   reverse_only = f"{NAME}:jvp" in core.op.unsupported_modes
   custom = (_reverse_only if reverse_only else _forward_and_reverse)(core)
   jitted = jax.jit(custom)

@@ -119,7 +119,8 @@ class OpCore:
     self._specs: dict[tuple, Specs] = {}
 
   def prepare(self, inputs: Sequence[Any]) -> list[Any]:
-    """The call's inputs, counted, as the framework's arrays, checked."""
+    """The call's inputs, counted, as the framework's arrays, checked (their specs, and
+    their values where the op checks them and they are known)."""
     if len(inputs) != self._n_inputs:
       validation.check_input_count(self.op, self.name, inputs)
     arrays = self.adapter.to_arrays(inputs)
@@ -128,6 +129,8 @@ class OpCore:
       self._check_input_specs(specs)
     else:
       base.interned(self._checked_inputs, specs, self._check_input_specs, _SEEN_LIMIT)
+    if self.op.check_values is not None:
+      validation.check_values(self.op, self.name, self.adapter.xp, arrays, self.params)
     return arrays
 
   def forward(self, inputs: Sequence[Any]) -> Forward:

@@ -52,6 +52,12 @@ class OpDef:
     param_sets: static-parameter settings the cross-check covers.
     check_inputs: ``check_inputs(specs, **params)`` raising `CrossgradError` for
       inputs the op cannot take; ``specs`` maps input name to `ArraySpec`.
+    check_values: ``check_values(xp, *inputs, **params)`` raising `CrossgradError` for
+      input values the op cannot take (labels out of range), run before the forward on
+      every call. It reads values with `validation.concrete_values`, None where they are
+      traced (``jax.jit``, ``tf.function``, ``torch.compile``): a check there is skipped,
+      and the op's forward, which reads no values, compiles whole (an eager JAX call runs
+      it as one program, not op by op).
     doc: one line shown by ``crossgrad.check --list``.
     unsupported_modes: ``{"backend:mode": reason}`` for execution modes the op cannot
       run in (e.g. a host callback under TF's XLA); the cross-check reports them as
@@ -89,6 +95,7 @@ class OpDef:
   exact_inputs: Sequence[int | str] = ()
   param_sets: Sequence[Mapping[str, Any]] = ({},)
   check_inputs: Callable[..., None] | None = None
+  check_values: Callable[..., None] | None = None
   doc: str = ""
   unsupported_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
   edge_samples: Callable[..., Sequence[float]] | None = None
@@ -110,7 +117,7 @@ class OpDef:
       if not callable(getattr(self, field)):
         self._fail(f"'{field}' must be callable", argument=field,
                    actual=type(getattr(self, field)).__name__)
-    for field in ("surrogate", "sample", "check_inputs", "edge_samples"):
+    for field in ("surrogate", "sample", "check_inputs", "check_values", "edge_samples"):
       value = getattr(self, field)
       if value is not None and not callable(value):
         self._fail(f"'{field}' must be callable or None", argument=field,

@@ -89,6 +89,14 @@ def check_inputs(op: OpDef, backend: str, specs: Sequence[ArraySpec], params: di
       raise e.located(op=op.name, backend=backend) from None
 
 
+def check_values(op: OpDef, backend: str, xp: Any, inputs: Sequence[Any], params: dict):
+  """The op's own `check_values` of the call's inputs, its error naming op and backend."""
+  try:
+    op.check_values(xp, *inputs, **params)
+  except CrossgradError as e:
+    raise e.located(op=op.name, backend=backend) from None
+
+
 def check_forward_result(op: OpDef, backend: str, result: Any) -> tuple[Any, Any]:
   if not (isinstance(result, tuple) and len(result) == 2):
     raise CrossgradError(

@@ -80,3 +80,32 @@ def test_eager_calls_run_compiled_unless_the_op_checks_values():
     for _ in range(4):  # The first call runs without the jit, the second traces it.
       np.testing.assert_allclose(fn(jnp.arange(3.0)), [0.0, 2.0, 4.0])
     assert len(calls) == python_runs, read_values
+
+
+def test_an_op_checking_values_in_check_values_runs_compiled_and_checks_each_call():
+  """`OpDef(check_values=...)` runs before the forward on every eager call, with the
+  values, while the forward (which reads none) runs compiled; under `jax.jit` the check
+  gets no values and the bad call runs (documented in the OpDef)."""
+  calls, seen = [], []
+
+  def check_values(xp, x):
+    values = validation.concrete_values(x)
+    seen.append(values)
+    if values is not None and (values < 0).any():
+      raise cg.CrossgradError("negative input", argument="input 'x'")
+
+  def forward(xp, x):
+    calls.append(1)
+    return 2.0 * x, ()
+
+  fn = cg.jax.get(cg.OpDef(name="jax_check_values", forward=forward,
+                           backward=lambda xp, r, g: (2.0 * g,), check_values=check_values))
+  for _ in range(4):
+    np.testing.assert_allclose(fn(jnp.arange(3.0)), [0.0, 2.0, 4.0])
+  assert len(calls) == 2 and len(seen) == 4  # Compiled, as an op without checks.
+  np.testing.assert_array_equal(seen[-1], [0.0, 1.0, 2.0])
+  with pytest.raises(cg.CrossgradError, match=r"op 'jax_check_values' \(jax\), input 'x': "
+                                              "negative input"):
+    fn(jnp.array([1.0, -1.0]))
+  np.testing.assert_allclose(jax.jit(fn)(jnp.array([1.0, -1.0])), [2.0, -2.0])
+  assert seen[-1] is None

@@ -1,11 +1,12 @@
 """One op core: each misuse gives the same `CrossgradError` in every backend.
 
-The checks of a call (input count, input dtypes, the op's ``check_inputs``), of the forward
-(its result's form, its outputs' dtypes) and of the backward (cotangent count, None-ness,
-shape, dtype) live once in `crossgrad.backends.op_core`; each framework only wraps them in
-its custom-gradient primitive. Each case below runs in every backend, which must raise the
-message the NumPy reference raises, with its own name in place of ``numpy``; correct
-definitions run in every backend without an error.
+The checks of a call (input count, input dtypes, the op's ``check_inputs`` and
+``check_values``), of the forward (its result's form, its outputs' dtypes) and of the
+backward (cotangent count, None-ness, shape, dtype) live once in
+`crossgrad.backends.op_core`; each framework only wraps them in its custom-gradient
+primitive. Each case below runs in every backend, which must raise the message the NumPy
+reference raises, with its own name in place of ``numpy``; correct definitions run in every
+backend without an error.
 """
 
 import re
@@ -15,6 +16,7 @@ import pytest
 
 import crossgrad as cg
 from crossgrad.backends import base, op_core
+from crossgrad.registry import validation
 
 BACKENDS = [b for b in base.BUILT_IN if b in ["numpy"] + base.default_backends()]
 X = np.array([0.5, -1.5, 2.0], np.float64)
@@ -63,11 +65,21 @@ def _checked_inputs(specs):
                             actual=str(specs["x"]))
 
 
+def _checked_values(xp, x, labels):
+  del xp, x
+  values = validation.concrete_values(labels)
+  if values is not None and values.max() >= 3:
+    raise cg.CrossgradError("label out of range", argument="input 'labels'",
+                            expected="labels below 3", actual=f"{values.max()}")
+
+
 # (case, op, inputs): each op is faulty in one place; the inputs reach it.
 CASES = [
     ("input count", _op("count"), (X,)),
     ("integer differentiable input", _op("int_input"), (LABELS, LABELS)),
     ("the op's check_inputs", _op("check", check_inputs=_checked_inputs), (X, LABELS)),
+    ("the op's check_values", _op("values", check_values=_checked_values),
+     (X, np.array([0, 1, 5], np.int32))),
     ("forward result not a pair", _op("pair", forward=lambda xp, x, labels: 2.0 * x),
      (X, LABELS)),
     ("forward changes the dtype", _op(
@@ -114,16 +126,18 @@ def test_the_cases_say_what_the_checks_say():
                                 "differentiable input must be floating")
   assert messages[2] == ("[crossgrad] op 't_core_check' (numpy), input 'x': at most two rows: "
                          "expected 2 rows, got float64[3]")
-  assert "forward must return (outputs, residuals): expected a 2-tuple" in messages[3]
-  assert "forward output 0: the forward's output has another dtype" in messages[4]
-  assert "backward returned the wrong number of cotangents: expected 2" in messages[5]
+  assert messages[3] == ("[crossgrad] op 't_core_values' (numpy), input 'labels': label out "
+                         "of range: expected labels below 3, got 5")
+  assert "forward must return (outputs, residuals): expected a 2-tuple" in messages[4]
+  assert "forward output 0: the forward's output has another dtype" in messages[5]
+  assert "backward returned the wrong number of cotangents: expected 2" in messages[6]
   assert "cotangent for input 'labels': non-differentiable input gets no cotangent" \
-      in messages[6]
-  assert "cotangent for input 'x': missing cotangent" in messages[7]
+      in messages[7]
+  assert "cotangent for input 'x': missing cotangent" in messages[8]
   assert "cotangent shape differs from the input's: expected float64[3], got float64[1]" \
-      in messages[8]
-  assert "cotangent dtype differs from the input's: expected float64[3], got float32[3]" \
       in messages[9]
+  assert "cotangent dtype differs from the input's: expected float64[3], got float32[3]" \
+      in messages[10]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -31,7 +31,9 @@ from crossgrad.registry.opdef import OpDef
 LABEL_DTYPES = ("int32", "int64")
 
 
-def _check_label_values(xp, y, num_classes):
+def _check_label_values(xp, x, y, c):
+  del x
+  num_classes = c.shape[0]
   values = validation.concrete_values(y)
   if values is None or values.size == 0:
     return
@@ -47,9 +49,7 @@ def _check_label_values(xp, y, num_classes):
 
 
 def _forward(xp, x, y, c):
-  num_classes = c.shape[0]
-  _check_label_values(xp, y, num_classes)
-  one_hot = xp.one_hot(y, num_classes, dtype=x.dtype)  # (m, K)
+  one_hot = xp.one_hot(y, c.shape[0], dtype=x.dtype)  # (m, K)
   diff = x - xp.matmul(one_hot, c)  # x_i - c[y_i]
   return 0.5 * xp.sum(xp.square(diff)), (diff, one_hot)
 
@@ -107,6 +107,7 @@ CENTER_LOSS = register(OpDef(
     nondiff=("y",),
     exact_inputs=("x",),
     check_inputs=_check_inputs,
+    check_values=_check_label_values,
     doc="1/2 sum ||x_i - c[y_i]||^2; dx exact, dc the paper's center update "
         "sum_{y_i=j}(c_j - x_i) / (1 + n_j)",
 ))

@@ -28,8 +28,10 @@ from crossgrad.registry.ops import sparse_q
 
 
 
-def _check_symmetric(xp, src, a: int):
+def _check_symmetric(xp, M, ground_state, src):
   """Each ``src[r, k] = j`` (a row of M) needs ``src[j, f*f-1-k] = r``."""
+  del ground_state
+  a = M.shape[0]
   values = validation.concrete_values(src)
   if values is None:
     return
@@ -50,7 +52,6 @@ def _check_symmetric(xp, src, a: int):
 
 def _forward(xp, M, ground_state, src):
   (a, n_in), kk = M.shape, src.shape[1]
-  _check_symmetric(xp, src, a)
   flat = xp.reshape(src, (a * kk,))
   ground = xp.reshape(xp.equal(flat, a), (a * kk, 1))
   # A select, not a product with the mask: an entry off the ground state is M's row (or 0)
@@ -106,6 +107,7 @@ SUBMANIFOLD_Q = register(OpDef(
     sample=_sample,
     nondiff=("src",),
     check_inputs=_check_inputs,
+    check_values=_check_symmetric,
     doc="Q of a submanifold sparse convolution: one gather of M (ground state, zero "
         "outside); the rulebook is its own inverse, so the backward is a gather too",
 ))
