@@ -181,15 +181,20 @@ def sign(x, /):
 
   Eagerly on CPU it is one kernel: ``clamp(sign, min=x, max=sign)`` is the sign where x is
   a number (the tie at +-0 resolves to the sign's +0 in ATen's scalar and vector paths
-  alike) and NaN where x is (ATen's clamp propagates a NaN bound). Compiled and on other
-  devices, whose min/max may resolve that tie otherwise, the two kernels stay."""
+  alike) and NaN where x is (ATen's clamp propagates a NaN bound). It writes over the
+  fresh sign (at 16M elements a second buffer costs as much as the kernel) unless autograd
+  records it or a torch.func transform runs (vmap has no rule for ``clamp_``). Compiled
+  and on other devices, whose min/max may resolve that tie otherwise, two kernels stay."""
   if x.dtype.is_complex:
     return torch.where(x == 0, torch.zeros_like(x), x / torch.abs(x))
   out = torch.sign(x)
   if not x.dtype.is_floating_point:
     return out
   if x.is_cpu and not torch.compiler.is_compiling():
-    return torch.clamp(out, min=x.detach(), max=out)
+    transformed = torch._C._are_functorch_transforms_active()  # pylint: disable=protected-access
+    if out.requires_grad or transformed:
+      return torch.clamp(out, min=x.detach(), max=out)
+    return out.clamp_(min=x.detach(), max=out)
   return torch.maximum(out, torch.clamp(x.detach(), max=-1))
 
 

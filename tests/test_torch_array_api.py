@@ -73,6 +73,21 @@ def test_sign(mode, dtype):
   assert out.dtype == torch.from_numpy(x).dtype
 
 
+def test_sign_recorded_by_autograd_keeps_its_values_and_a_zero_gradient():
+  """Eagerly the NaN rule writes over the fresh sign; where autograd records the sign it
+  does not (an in-place write there would break the graph), with the same values, and
+  the gradient is sign's own: zero."""
+  values = [math.nan, -0.0, 0.0, 2.0, -3.0]
+  x = torch.tensor(values, requires_grad=True)
+  out = xp.sign(x)
+  assert out.requires_grad
+  out.sum().backward()
+  expected = np.array([math.nan, 0.0, 0.0, 1.0, -1.0], np.float32)
+  np.testing.assert_array_equal(out.detach().numpy(), expected)
+  np.testing.assert_array_equal(xp.sign(torch.tensor(values)).numpy(), expected)
+  np.testing.assert_array_equal(x.grad.numpy(), np.zeros(5, np.float32))
+
+
 @pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
 @pytest.mark.parametrize("index_dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8])
 def test_indices_of_any_integer_dtype(mode, index_dtype):
