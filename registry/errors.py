@@ -35,7 +35,10 @@ class CrossgradError(ValueError):
     self.expected = expected
     self.actual = actual
     self.hint = hint
-    super().__init__(self._format())
+    # The message as the exception's args, set rather than passed to super().__init__:
+    # Dynamo (torch.compile) cannot trace that call, and a CrossgradError raised while it
+    # traces with fullgraph=True would be reported as that failure instead of by name.
+    self.args = (self._format(),)
 
   def _format(self) -> str:
     where = []

@@ -373,3 +373,24 @@ def test_eager_jax_value_checks_do_not_recompile_compiled_callers(monkeypatch):
       for _ in range(3):
         np.testing.assert_array_equal(compiled(x).numpy(), [-2.0, 4.0])
         np.testing.assert_array_equal(validation.concrete_values(jnp.ones(2)), [1.0, 1.0])
+
+
+def test_a_misuse_under_torch_compile_names_the_crossgrad_error():
+  """An integer input to a differentiable argument, compiled: by default Dynamo runs the
+  failing call eagerly and the CrossgradError itself reaches the caller; with
+  fullgraph=True Dynamo lets no exception out of traced code, and its error names the
+  CrossgradError and its problem (it used to report that it could not build the error),
+  and the force_eager stance shows the whole message."""
+  fn = cg.torch.get("leaky_relu")
+  x = torch.ones(3, dtype=torch.int32)
+  with pytest.raises(cg.CrossgradError, match=r"op 'leaky_relu' \(torch\), input 'x': a "
+                                              "differentiable input must be floating"):
+    torch.compile(lambda x: fn(x) * 2.0, backend="eager")(x)
+  torch.compiler.reset()
+  full_graph = torch.compile(lambda x: fn(x) * 2.0, fullgraph=True, backend="eager")
+  with pytest.raises(torch._dynamo.exc.Unsupported,  # pylint: disable=protected-access
+                     match=r"CrossgradError\('a differentiable input must be floating'\)"):
+    full_graph(x)
+  with torch.compiler.set_stance("force_eager"), pytest.raises(
+      cg.CrossgradError, match="got int32. Cast it"):  # What the docs say shows it whole.
+    full_graph(x)
