@@ -40,6 +40,13 @@ class CrossgradError(ValueError):
     # traces with fullgraph=True would be reported as that failure instead of by name.
     self.args = (self._format(),)
 
+  def __reduce__(self):
+    """Pickles as its parts (across processes), not as the message, which unpickling
+    would take for the problem and prefix again."""
+    parts = {"op": self.op, "backend": self.backend, "argument": self.argument,
+             "expected": self.expected, "actual": self.actual, "hint": self.hint}
+    return _rebuilt, (type(self), self.problem, parts)
+
   def _format(self) -> str:
     where = []
     if self.op is not None:
@@ -81,3 +88,8 @@ def _after(value: Any, word: str) -> Any:
   if isinstance(value, str) and value.startswith(word + " "):
     return value[len(word) + 1:]
   return value
+
+
+def _rebuilt(cls: type, problem: str, parts: dict) -> CrossgradError:
+  """A pickled `CrossgradError` (or subclass) from its parts."""
+  return cls(problem, **parts)

@@ -4,6 +4,7 @@ read from the code: each ``raise CrossgradError(...)`` site and each ``self._fai
 
 import ast
 import pathlib
+import pickle
 import re
 
 import numpy as np
@@ -108,6 +109,18 @@ def test_site_names_the_op_and_the_argument(path, line, call, function, cls):
 def test_wrapped_messages_do_not_repeat_their_word():
   text = str(cg.CrossgradError("bad", argument="x", expected="expected 3", actual="got 4"))
   assert text == "[crossgrad] x: bad: expected 3, got 4"
+
+
+def test_an_error_crosses_processes_whole():
+  """Pickled (as multiprocessing sends it), an error keeps its message and its parts; a
+  subclass keeps its class."""
+  from crossgrad.distributed import launch  # pylint: disable=g-import-not-at-top
+  for error in (cg.CrossgradError("bad", op="o", backend="b", argument="x", expected=3,
+                                  actual=4, hint="Fix it."),
+                launch.LaunchError("hung", argument="worker 1")):
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), str(copy), copy.args) == (type(error), str(error), error.args)
+    assert vars(copy) == vars(error)
 
 
 def test_a_wrong_signature_does_not_say_got_got():
