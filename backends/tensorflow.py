@@ -76,10 +76,10 @@ def _take(x, indices, /, *, axis=None):
 def _segment(reduce):
   def segment(data, segment_ids, /, num_segments):
     # TensorFlow documents that rows with a negative id are dropped on every device
-    # (ids >= num_segments raise on CPU), so every out-of-range id is made -1.
+    # (ids >= num_segments raise on CPU), so the ids past the end are made -1 (one
+    # comparison and one select: each is an op of its own eagerly).
     ids = tf.convert_to_tensor(segment_ids)
-    inside = tf.logical_and(ids >= 0, ids < num_segments)
-    return reduce(data, tf.where(inside, ids, _const(-1, ids.dtype)), num_segments)
+    return reduce(data, tf.where(ids < num_segments, ids, _const(-1, ids.dtype)), num_segments)
   return segment
 
 

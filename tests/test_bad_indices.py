@@ -234,3 +234,30 @@ def test_float_to_int_cast_of_nan_and_overflow_differs():
   saturated = [0, np.iinfo(np.int32).max, low]
   np.testing.assert_array_equal(xla, saturated)
   np.testing.assert_array_equal(jnp.asarray(y).astype(jnp.int32), saturated)
+
+
+def test_segment_sum_drops_ids_outside_the_segments_everywhere():
+  """``xp.segment_sum``: a row whose id lies outside ``[0, num_segments)`` (negative or
+  past the end) is dropped, in every backend and TensorFlow mode (TF drops negative ids
+  and raises on CPU for the others, so crossgrad makes those negative)."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
+  data = np.arange(12, dtype=np.float32).reshape(6, 2) + 1.0
+  data[0] = [np.nan, np.inf]  # Dropped: must not reach any segment.
+  ids = np.array([-1, 0, 3, 2, 7, 0], np.int32)
+  expected = np.zeros((3, 2), np.float32)
+  for row, i in zip(data, ids):
+    if 0 <= i < 3:
+      expected[i] += row
+  segment_sum = lambda xp: lambda d, i: xp.segment_sum(d, i, 3)
+  tf_fn = segment_sum(cg.tensorflow.xp)
+  outs = {"numpy": segment_sum(cg.numpy.xp)(data, ids),
+          "jax": segment_sum(cg.jax.xp)(data, ids),
+          "jax jit": jax.jit(segment_sum(cg.jax.xp))(data, ids),
+          "tensorflow eager": tf_fn(tf.constant(data), tf.constant(ids)),
+          "torch": segment_sum(cg.torch.xp)(torch.as_tensor(data), torch.as_tensor(ids))}
+  for mode, jit in (("tf.function", False), ("XLA", True)):
+    outs[mode] = tf.function(tf_fn, jit_compile=jit)(tf.constant(data), tf.constant(ids))
+  for where, out in outs.items():
+    np.testing.assert_array_equal(np.asarray(out), expected, err_msg=where)
