@@ -33,13 +33,13 @@ def _forward(xp, M, ground_state, h_out, dst):
   entries = xp.reshape(dst, (a * kk,))
   copies = xp.reshape(xp.broadcast_to(xp.reshape(M, (a, 1, n_in)), (a, kk, n_in)),
                       (a * kk, n_in))
-  landed = xp.reshape(xp.segment_sum(copies, entries, rows * kk), (rows, kk, n_in))
+  landed = xp.segment_sum(copies, entries, rows * kk)  # One row per entry of Q.
   count = xp.segment_sum(xp.ones((a * kk,), dtype=M.dtype), entries, rows * kk)
-  live = xp.reshape(h_out[:, 0] >= 0, (rows, 1))
+  live = h_out[:, :1] >= 0
   # Ground-state weight per entry: 1 where nothing lands on a live row, 0 where one
   # row lands (so the entry is that row exactly), 0 on padding rows.
-  weight = xp.reshape(xp.astype(live, M.dtype) - xp.reshape(count, (rows, kk)), (rows, kk, 1))
-  q = landed + weight * xp.reshape(ground_state, (1, 1, n_in))
+  weight = xp.reshape(xp.astype(live, M.dtype) - xp.reshape(count, (rows, kk)), (rows * kk, 1))
+  q = landed + weight * ground_state
   return xp.reshape(q, (rows, kk * n_in)), (entries, live, a)
 
 
