@@ -81,13 +81,19 @@ def result_type(*arrays_and_dtypes):
   return functools.reduce(_with_scalar, scalars, out)
 
 
+_BOOL_AND_INTEGERS = (torch.bool, torch.int8, torch.int16, torch.int32, torch.int64,
+                      torch.uint8, torch.uint16, torch.uint32, torch.uint64)
+# The standard's table (NumPy's) for two different bool or integer dtypes, which torch lacks
+# for uint16, uint32 and uint64; made here once, as Dynamo cannot trace np.result_type.
+_INTEGER_PROMOTION = {
+    (a, b): getattr(torch, np.result_type(str(a).removeprefix("torch."),
+                                          str(b).removeprefix("torch.")).name)
+    for a in _BOOL_AND_INTEGERS for b in _BOOL_AND_INTEGERS if a != b}
+
+
 def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
-  """torch's promotion, but integers by the standard's table (NumPy's), which torch lacks for
-  uint16, uint32 and uint64."""
-  if _kind(a) in (bool, int) and _kind(b) in (bool, int) and a != b:
-    name = np.result_type(str(a).removeprefix("torch."), str(b).removeprefix("torch.")).name
-    return getattr(torch, name)
-  return torch.promote_types(a, b)
+  """torch's promotion, but integers by the standard's table."""
+  return _INTEGER_PROMOTION.get((a, b)) or torch.promote_types(a, b)
 
 
 def _binary(f):
@@ -243,16 +249,20 @@ def _carried(t: torch.Tensor) -> torch.Tensor:
   return t.view(torch.int64) if t.dtype == torch.uint64 else t.to(torch.int64)
 
 
-def _integer_products(f):
+def _integer_products(f, same_dtype=None):
   """``f`` (matmul, vecdot, tensordot) of integer arrays by the standard's promotion, in int64
   where torch has no kernel for the result (uint16/32/64) or cannot promote the pair: the bits
-  of sums of products wrap alike."""
+  of sums of products wrap alike. ``same_dtype``: what ``f`` comes to for two arrays of one
+  dtype, called directly (`torch.matmul` for matmul: array_api_compat's promotion, a no-op
+  there, costs more than a small matmul)."""
+  same = same_dtype or f
 
   @functools.wraps(f)
   def call(x1, x2, /, **kwargs):
     dtypes = (x1.dtype, x2.dtype)
-    if any(_kind(d) not in (bool, int) for d in dtypes) or (
-        x1.dtype == x2.dtype and x1.dtype not in _NO_KERNELS):
+    if x1.dtype == x2.dtype and x1.dtype not in _NO_KERNELS:
+      return same(x1, x2, **kwargs)
+    if any(_kind(d) not in (bool, int) for d in dtypes):
       return f(x1, x2, **kwargs)
     out = _promote(*dtypes)
     result = f(_carried(x1), _carried(x2), **kwargs)
@@ -365,8 +375,8 @@ FIXES = {
     "std": _fractional_correction(compat.std, root=True),
     **{name: _unsigned_sums(getattr(compat, name))
        for name in ("sum", "prod", "cumulative_sum", "cumulative_prod")},
-    **{name: _integer_products(getattr(compat, name))
-       for name in ("matmul", "vecdot", "tensordot")},
+    "matmul": _integer_products(compat.matmul, same_dtype=torch.matmul),
+    **{name: _integer_products(getattr(compat, name)) for name in ("vecdot", "tensordot")},
     **{name: _binary(getattr(compat, name)) for name in BINARY
        if name not in ("remainder", "floor_divide")},
 }

@@ -185,6 +185,20 @@ def test_complex_special_values(mode):
             gp == wp and math.copysign(1, gp) == math.copysign(1, wp)), (name, g, w)
 
 
+@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
+def test_matmul_of_one_dtype_and_of_mixed_dtypes(mode):
+  """One dtype goes to torch.matmul directly; mixed dtypes promote by the standard's table
+  (float32 with float64 is float64; torch.matmul alone raises)."""
+  x, y = np.arange(6.0).reshape(2, 3) - 2.5, np.arange(12.0).reshape(3, 4) / 7
+  for dx, dy in (("float32", "float32"), ("float64", "float64"), ("float32", "float64"),
+                 ("float64", "float32"), ("int32", "int32"), ("int32", "int64")):
+    a, b = x.astype(dx), y.astype(dy) if dy.startswith("float") else (y * 7).astype(dy)
+    out = _modes(xp.matmul)[mode](torch.from_numpy(a), torch.from_numpy(b))
+    expected = nxp.matmul(a, b)
+    assert out.dtype == getattr(torch, expected.dtype.name), (dx, dy)
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+
+
 def test_integer_products_of_any_integer_dtypes():
   """torch has no uint16/32/64 matmul kernels and no promotion of uint64 with uint8."""
   a = np.array([[3, 250], [7, 1]], np.uint64)
