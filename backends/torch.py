@@ -123,7 +123,7 @@ def _segment_min(data, segment_ids, num_segments):
 
 def _one_hot(labels, depth, dtype):
   labels = _tensor(labels)
-  return (labels[..., None] == torch.arange(depth, device=labels.device)).to(as_dtype(dtype))
+  return (labels.unsqueeze(-1) == torch.arange(depth, device=labels.device)).to(as_dtype(dtype))
 
 
 def _unbroadcast(x, like):
