@@ -230,10 +230,20 @@ def settings(quick: bool) -> dict:
   return {"sizes": SIZES, "budget_s": 2.0, "min_repeats": 15, "modes": MODES}
 
 
+def target(mode: str) -> float:
+  """The ratio ``mode``'s rows must not exceed (`TARGETS`)."""
+  return TARGETS["xla"] if mode in XLA_MODES else TARGETS["eager and graph"]
+
+
 def _summary(rows: list[tuple], vjp_rows: list[tuple]) -> dict:
-  """The worst ratio under XLA and elsewhere, the geometric mean per mode, the targets."""
+  """The worst ratio under XLA and elsewhere, the geometric mean per mode, the targets and
+  the rows over them."""
   other = [r[5] for r in rows if r[2] not in XLA_MODES]
-  return {"max_ratio_xla": max((r[5] for r in rows if r[2] in XLA_MODES), default=None),
+  over = [r for r in rows if r[5] > target(r[2])]
+  return {"rows_over_target": f"{len(over)} of {len(rows)}",
+          "rows_over_target_by_mode": {m: sum(r[2] == m for r in over)
+                                       for m in MODES if any(r[2] == m for r in rows)},
+          "max_ratio_xla": max((r[5] for r in rows if r[2] in XLA_MODES), default=None),
           "max_ratio_eager_graph": max(other, default=None),
           "geomean_ratio": {m: float(np.exp(np.mean([np.log(r[5]) for r in rows
                                                      if r[2] == m])))

@@ -49,6 +49,7 @@ def _headlines(results: dict) -> dict:
   """The figures the issue sets targets for, read from each benchmark's payload."""
   out = {}
   if "overhead" in results:
+    out["overhead_rows_over_target"] = results["overhead"]["summary"].get("rows_over_target")
     out["overhead_max_ratio_xla"] = results["overhead"]["summary"]["max_ratio_xla"]
     out["overhead_max_ratio_eager_graph"] = (
         results["overhead"]["summary"].get("max_ratio_eager_graph"))
