@@ -23,6 +23,8 @@ from crossgrad.backends.tensorflow_array_api._statistics import max, min, sum
 def _matmul_dtype_fix(fn, a, b):
   """``fn(a, b)`` for dtypes TF's matmul kernels lack: wrap-around in a wider integer."""
   d = a.dtype
+  if d.is_floating or d.is_complex:  # First: each DType comparison below is Python code.
+    return fn(a, b)
   if d in (int8, int16, uint8, uint16):
     return tf.cast(fn(tf.cast(a, int32), tf.cast(b, int32)), d)
   if d == uint32:
