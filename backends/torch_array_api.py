@@ -259,9 +259,9 @@ def _integer_products(f, same_dtype=None):
 
   @functools.wraps(f)
   def call(x1, x2, /, **kwargs):
-    dtypes = (x1.dtype, x2.dtype)
     if x1.dtype == x2.dtype and x1.dtype not in _NO_KERNELS:
       return same(x1, x2, **kwargs)
+    dtypes = (x1.dtype, x2.dtype)
     if any(_kind(d) not in (bool, int) for d in dtypes):
       return f(x1, x2, **kwargs)
     out = _promote(*dtypes)
