@@ -97,9 +97,17 @@ def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
 
 
 def _binary(f):
-  """``f`` with a Python scalar on either side made a tensor of the standard's dtype."""
+  """``f`` with a Python scalar on either side made a tensor of the standard's dtype.
+
+  Two tensors of one dtype go straight to the torch function ``f`` wraps (array_api_compat's
+  ``_two_arg`` keeps it as ``__wrapped__``): its promotion fix is a no-op there, and costs
+  more than a small kernel eagerly and a guard on its dtype set under ``torch.compile``."""
+  same = f.__wrapped__
 
   def call(x1, x2, /, **kwargs):
+    if (isinstance(x1, torch.Tensor) and isinstance(x2, torch.Tensor)
+        and x1.dtype == x2.dtype):
+      return same(x1, x2, **kwargs)
     if isinstance(x1, _KINDS) and isinstance(x2, torch.Tensor):
       x1 = torch.tensor(x1, dtype=result_type(x2, x1), device=x2.device)
     elif isinstance(x2, _KINDS) and isinstance(x1, torch.Tensor):
@@ -202,6 +210,14 @@ def sign(x, /):
       return torch.clamp(out, min=x.detach(), max=out)
     return out.clamp_(min=x.detach(), max=out)
   return torch.maximum(out, torch.clamp(x.detach(), max=-1))
+
+
+def where(condition, x1, x2, /):
+  """``torch.where`` for two tensors of one dtype (array_api_compat's promotion fix, a no-op
+  there, costs more than a small kernel); array_api_compat's ``where`` otherwise."""
+  if isinstance(x1, torch.Tensor) and isinstance(x2, torch.Tensor) and x1.dtype == x2.dtype:
+    return torch.where(condition, x1, x2)
+  return compat.where(condition, x1, x2)
 
 
 def _long(indices):
@@ -368,7 +384,8 @@ FIXES = {
     "floor_divide": floor_divide, "expm1": expm1, "log1p": log1p, "acos": acos,
     "tanh": tanh,
     "finfo": finfo, "iinfo": iinfo,
-    "result_type": result_type, "sign": sign, "take_along_axis": take_along_axis,
+    "result_type": result_type, "sign": sign, "where": where,
+    "take_along_axis": take_along_axis,
     "searchsorted": searchsorted, "repeat": repeat, "squeeze": squeeze, "asarray": asarray,
     "meshgrid": meshgrid, "broadcast_arrays": broadcast_arrays,
     "var": _fractional_correction(compat.var, root=False),

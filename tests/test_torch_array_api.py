@@ -210,3 +210,47 @@ def test_integer_products_of_any_integer_dtypes():
       out, expected = getattr(xp, name)(tx, ty, **kwargs), getattr(nxp, name)(x, y, **kwargs)
       assert out.dtype == getattr(torch, expected.dtype.name), (name, x.dtype, y.dtype)
       np.testing.assert_array_equal(out.to(torch.int64).numpy(), expected.astype(np.int64))
+
+
+_INTEGER_ONLY = ("bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift",
+                 "bitwise_xor")
+_BOOL_ONLY = ("logical_and", "logical_or", "logical_xor")
+
+
+def _operands(name):
+  """Pairs for ``name``: one dtype (1-D with 1-D, and with 0-D either side: torch lets a 0-D
+  tensor take the other's dtype, array_api_compat undoes that), then two dtypes (but for
+  bool, which the standard promotes with nothing)."""
+  if name in _BOOL_ONLY:
+    a, b = torch.tensor([True, False, True]), torch.tensor([True, True, False])
+    return [(a, b), (a, b[1]), (a[0], b)]
+  if name in _INTEGER_ONLY:
+    a, b = torch.tensor([5, -3, 12], dtype=torch.int32), torch.tensor([1, 2, 3], dtype=torch.int32)
+  else:
+    a, b = torch.tensor([-2.5, 0.5, 3.0, math.nan]), torch.tensor([1.5, -0.0, 2.0, 4.0])
+  other = torch.int64 if name in _INTEGER_ONLY else torch.float64
+  return [(a, b), (a, b[1]), (a[0], b), (a, b.to(other)), (a[0].to(other), b)]
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
+def test_binary_functions_and_where_match_array_api_compat(mode):
+  """Two tensors of one dtype skip array_api_compat's promotion fix (a no-op there): every
+  binary function and ``where`` gives array_api_compat's values and dtype, for one dtype
+  and for two."""
+  import array_api_compat.torch as compat  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends import torch_array_api  # pylint: disable=g-import-not-at-top
+  keep = torch.tensor([True, False, True, False])
+  cases = [(name, a, b) for name in torch_array_api.BINARY for a, b in _operands(name)]
+  cases += [("where", a, b) for a, b in _operands("where")]
+
+  def call(f, name, a, b):
+    return f.where(keep, a, b) if name == "where" else getattr(f, name)(a, b)
+
+  def ours(*flat):
+    return [call(xp, name, a, b) for (name, _, _), a, b in zip(cases, flat[::2], flat[1::2])]
+
+  got = _modes(ours)[mode](*[t for _, a, b in cases for t in (a, b)])
+  for (name, a, b), out in zip(cases, got):
+    want = call(compat, name, a, b)
+    assert out.dtype == want.dtype, (name, a, b)
+    torch.testing.assert_close(out, want, equal_nan=True, rtol=0, atol=0, msg=name)
