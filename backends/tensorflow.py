@@ -18,6 +18,7 @@ from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflo
 
 from crossgrad.backends import base, op_core, tensorflow_array_api
 from crossgrad.backends import tensorflow_export
+from crossgrad.backends.tensorflow_array_api import _raw
 from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
 from crossgrad.backends.tensorflow_array_api._dtypes import _const, _host_ints
 from crossgrad.registry import broadcasting, namespace, validation
@@ -45,8 +46,8 @@ def _unbroadcast(x, like, /):
     axes = list(broadcasting.sum_axes(dims, like_dims))
     if [1 if a in axes else d for a, d in enumerate(dims)] == like_dims:
       # No reshape (an op eagerly): a sum that keeps its axes has like's shape.
-      return tf.reduce_sum(x, axis=_host_ints(axes), keepdims=True) if axes else x
-    return tf.reshape(tf.reduce_sum(x, axis=_host_ints(axes)) if axes else x, like.shape)
+      return _raw.reduce_sum(x, _host_ints(axes), keepdims=True) if axes else x
+    return tf.reshape(_raw.reduce_sum(x, _host_ints(axes)) if axes else x, like.shape)
   # Unknown sizes at trace time: let TF's own broadcast-gradient op find the axes.
   axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(x))
   out = tf.reshape(tf.reduce_sum(x, axis=axes), tf.shape(like))

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from crossgrad.backends import tensorflow_array_api as xp
+from crossgrad.backends.tensorflow_array_api import _raw
 
 nan, inf = math.nan, math.inf
 MODES = ("eager", "jit")
@@ -569,3 +570,55 @@ def test_cumulative_of_small_and_unsigned_integers(mode):
       m.cumulative_sum(a), m.cumulative_prod(a, dtype=m.uint8), m.cumulative_sum(b),
       m.cumulative_prod(b, dtype=m.int16), m.cumulative_sum(c), m.cumulative_prod(c)],
          u8, i16, u64)
+
+
+_RAW_CASES = {  # _raw's function, its public wrapper, the arguments (tensors from NumPy).
+    "cast": (lambda x: _raw.cast(x, tf.int32), lambda x: tf.cast(x, tf.int32), (_F,)),
+    "cast_bool": (lambda x: _raw.cast(x > 0, tf.float32), lambda x: tf.cast(x > 0, tf.float32),
+                  (_F,)),
+    "real_abs": (_raw.real_abs, tf.math.abs, (_F,)),
+    "real_sign": (_raw.real_sign, tf.math.sign, (_NAN,)),
+    "multiply": (_raw.multiply, tf.math.multiply, (_F, _F[::-1])),
+    "reduce_sum": (lambda x: _raw.reduce_sum(x, [1], keepdims=True),
+                   lambda x: tf.reduce_sum(x, [1], keepdims=True), (_A,)),
+    "matmul": (lambda a, b: _raw.matmul(a, b, True, False),
+               lambda a, b: tf.linalg.matmul(a, b, transpose_a=True), (_A, _A[:, :2])),
+    "matmul_batch": (lambda a, b: _raw.matmul(a, b, False, True),
+                     lambda a, b: tf.linalg.matmul(a, b, transpose_b=True), (_M, _M)),
+    "matmul_complex": (lambda a, b: _raw.matmul(a, b, True, False),
+                       lambda a, b: tf.linalg.matmul(a, b, transpose_a=True), (_C, _C)),
+}
+
+
+def _op_types(fn, tensors):
+  graph = tf.function(fn, autograph=False).get_concrete_function(*tensors).graph
+  return sorted(n.op for n in graph.as_graph_def().node if n.op not in ("Placeholder", "Const",
+                                                                        "Identity"))
+
+
+@pytest.mark.parametrize("name", sorted(_RAW_CASES))
+def test_raw_ops_are_their_wrappers_ops(name):
+  """Each `_raw` function runs the op its public TensorFlow wrapper runs: the same graph ops,
+  the same values eagerly, the same gradients (second order too, where it has one)."""
+  raw, public, arrays = _RAW_CASES[name]
+  tensors = [tf.constant(a) for a in arrays]
+  assert _op_types(raw, tensors) == _op_types(public, tensors)
+  for ours, theirs in zip(tf.nest.flatten(raw(*tensors)), tf.nest.flatten(public(*tensors))):
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+  if not tensors[0].dtype.is_floating:
+    return
+
+  def grads(fn):
+    with tf.GradientTape() as outer:
+      outer.watch(tensors)
+      with tf.GradientTape() as inner:
+        inner.watch(tensors)
+        out = tf.cast(fn(*tensors), tensors[0].dtype)
+        loss = tf.reduce_sum(out * out)
+      first = inner.gradient(loss, tensors)
+      total = tf.add_n([tf.reduce_sum(g * g) for g in first if g is not None] or [loss])
+    second = outer.gradient(total, tensors)
+    return [g.numpy() for g in first + second if g is not None]
+
+  for ours, theirs in zip(grads(raw), grads(public), strict=True):
+    np.testing.assert_array_equal(ours, theirs)

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from crossgrad.backends import base
+from crossgrad.backends.tensorflow_array_api import _raw
 
 
 _py_bool, _py_int, _py_float, _py_complex = (builtins.bool, builtins.int, builtins.float,
@@ -142,7 +143,7 @@ def _cast(x, dtype):
   if _is_scalar(x):
     return _const(x, dtype)
   x = _tensor(x)
-  return x if x.dtype == dtype else tf.cast(x, dtype)
+  return x if x.dtype == dtype else _raw.cast(x, dtype)
 
 
 def _promote(*args):
@@ -312,7 +313,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
       return tf.not_equal(x, tf.zeros([], x.dtype))
     if _is_complex(x) and dtype not in _COMPLEX_FLOATING:
       x = tf.math.real(x)
-    return tf.cast(x, dtype)
+    return x if x.dtype == dtype else _raw.cast(x, dtype)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ import math
 import tensorflow as tf
 from tensorflow.python.ops import control_flow_util  # pylint: disable=g-direct-tensorflow-import
 
-from crossgrad.backends.tensorflow_array_api import _complex
+from crossgrad.backends.tensorflow_array_api import _complex, _raw
 from crossgrad.backends.tensorflow_array_api._dtypes import (
     _REAL_OF, _SIGNED, _UNSIGNED, _cast, _is_complex, _is_float, _is_integral, _is_scalar,
     _promote, _tensor, bool, complex128, complex64, float32, float64, int32, int64, uint16,
@@ -110,7 +110,7 @@ floor = _unary("floor", tf.math.floor, ints_identity=True)
 
 
 def _abs(x):
-  return x if x.dtype in _UNSIGNED or x.dtype.is_bool else tf.math.abs(x)
+  return x if x.dtype in _UNSIGNED or x.dtype.is_bool else _raw.real_abs(x)
 
 
 def _complex_abs(z):
@@ -165,14 +165,18 @@ def sign(x, /):
   x = _tensor(x)
   if x.dtype in _UNSIGNED or x.dtype.is_bool:
     return tf.cast(tf.not_equal(x, tf.zeros([], x.dtype)), x.dtype)
-  s = tf.math.sign(x)
-  if _is_complex(x) and _in_xla():  # XLA's gives sign(0 + NaN j) = 0: the standard's NaN.
+  if _is_complex(x):
+    s = tf.math.sign(x)
+    if not _in_xla():
+      return s
+    # XLA's gives sign(0 + NaN j) = 0: the standard's NaN.
     a, b = tf.math.real(x), tf.math.imag(x)
     nan = tf.logical_or(tf.math.is_nan(a), tf.math.is_nan(b))
     nan_part = _nan_like(a)
     return tf.where(nan, tf.complex(nan_part, nan_part), s)
   # TF's kernels give the standard's answer alone (NaN for NaN, +0 for both zeros); XLA's
   # Sign keeps -0, so under XLA (where the select fuses away) zeros are made +0.
+  s = _raw.real_sign(x)
   if _is_float(x) and _in_xla():
     s = tf.where(tf.equal(x, 0), tf.zeros_like(x), s)
   return s
@@ -248,7 +252,7 @@ def _binary(name, fn):
 
 add = _binary("add", tf.math.add)
 subtract = _binary("subtract", tf.math.subtract)
-multiply = _binary("multiply", tf.math.multiply)
+multiply = _binary("multiply", _raw.multiply)
 equal = _binary("equal", tf.math.equal)
 not_equal = _binary("not_equal", tf.math.not_equal)
 greater = _binary("greater", tf.math.greater)

@@ -7,6 +7,7 @@ import types
 
 import tensorflow as tf
 
+from crossgrad.backends.tensorflow_array_api import _raw
 from crossgrad.backends.tensorflow_array_api._dtypes import (
     _REAL_OF, _cast, _index, _is_complex, _norm_axis, _promote, _py_max, _py_min, _reduce_axes,
     _shape, _tensor, bool, finfo, int16, int32, int64, int8, uint16, uint32, uint64, uint8)
@@ -56,8 +57,7 @@ def matmul_transposed(x1, x2, transpose_a: bool, transpose_b: bool):
     shapes = [s[:-2].concatenate(s[-2:][::-1]) if t else s
               for s, t in ((x1.shape, transpose_a), (x2.shape, transpose_b))]
     raise ValueError(f"matmul: shapes {shapes[0]} and {shapes[1]} do not align")
-  out = _matmul_dtype_fix(lambda a, b: tf.linalg.matmul(
-      a, b, transpose_a=transpose_a, transpose_b=transpose_b), a, b)
+  out = _matmul_dtype_fix(lambda a, b: _raw.matmul(a, b, transpose_a, transpose_b), a, b)
   if vec1:
     out = tf.squeeze(out, -2)
   if vec2:

@@ -5,6 +5,7 @@ import math
 
 import tensorflow as tf
 
+from crossgrad.backends.tensorflow_array_api import _raw
 from crossgrad.backends.tensorflow_array_api._dtypes import (
     _SIGNED, _UNSIGNED, _const, _dtype, _index, _is_complex, _is_float, _norm_axis, _py_int,
     _reduce_axes, _reduction_axes, _shape, _tensor, astype, bool, int64, uint64)
@@ -27,7 +28,7 @@ def _accumulation_dtype(x, dtype):
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):  # pylint: disable=redefined-builtin
   x = _tensor(x)
   x = astype(x, _accumulation_dtype(x, dtype), copy=False)
-  return tf.reduce_sum(x, _reduction_axes(x, axis), keepdims=keepdims)
+  return _raw.reduce_sum(x, _reduction_axes(x, axis), keepdims)
 
 
 def prod(x, /, *, axis=None, dtype=None, keepdims=False):
