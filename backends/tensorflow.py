@@ -20,7 +20,7 @@ from crossgrad.backends import base, op_core, tensorflow_array_api
 from crossgrad.backends import tensorflow_export
 from crossgrad.backends.tensorflow_array_api import _raw
 from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
-from crossgrad.backends.tensorflow_array_api._dtypes import _const, _host_ints
+from crossgrad.backends.tensorflow_array_api._dtypes import _const, _host_ints, _tensor
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -40,14 +40,14 @@ _ROUND_TRIPS: dict[str, tuple[Callable[[OpDef, dict], Callable[..., Any]],
 
 
 def _unbroadcast(x, like, /):
-  x, like = tf.convert_to_tensor(x), tf.convert_to_tensor(like)
+  x, like = _tensor(x), _tensor(like)
   if x.shape.is_fully_defined() and like.shape.is_fully_defined():
     dims, like_dims = x.shape.as_list(), like.shape.as_list()
     axes = list(broadcasting.sum_axes(dims, like_dims))
     if [1 if a in axes else d for a, d in enumerate(dims)] == like_dims:
       # No reshape (an op eagerly): a sum that keeps its axes has like's shape.
       return _raw.reduce_sum(x, _host_ints(axes), keepdims=True) if axes else x
-    return tf.reshape(_raw.reduce_sum(x, _host_ints(axes)) if axes else x, like.shape)
+    return tf.reshape(_raw.reduce_sum(x, _host_ints(axes)) if axes else x, _host_ints(like_dims))
   # Unknown sizes at trace time: let TF's own broadcast-gradient op find the axes.
   axes, _ = tf.raw_ops.BroadcastGradientArgs(s0=tf.shape(like), s1=tf.shape(x))
   out = tf.reshape(tf.reduce_sum(x, axis=axes), tf.shape(like))
@@ -137,7 +137,8 @@ CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(
     NAME, xp, spec_of,
     # Reading variables here lets the tape route their gradients through the op.
-    to_arrays=lambda inputs: [tf.convert_to_tensor(x) for x in inputs],
+    to_arrays=lambda inputs: [x if isinstance(x, tf.Tensor) else tf.convert_to_tensor(x)
+                              for x in inputs],
     conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
     body=_body)
 

@@ -579,6 +579,8 @@ _RAW_CASES = {  # _raw's function, its public wrapper, the arguments (tensors fr
     "real_abs": (_raw.real_abs, tf.math.abs, (_F,)),
     "real_sign": (_raw.real_sign, tf.math.sign, (_NAN,)),
     "multiply": (_raw.multiply, tf.math.multiply, (_F, _F[::-1])),
+    "select": (lambda x, y: _raw.select(x > y, x, y), lambda x, y: tf.where(x > y, x, y),
+               (_F, _F[::-1])),
     "reduce_sum": (lambda x: _raw.reduce_sum(x, [1], keepdims=True),
                    lambda x: tf.reduce_sum(x, [1], keepdims=True), (_A,)),
     "matmul": (lambda a, b: _raw.matmul(a, b, True, False),
@@ -622,3 +624,14 @@ def test_raw_ops_are_their_wrappers_ops(name):
 
   for ours, theirs in zip(grads(raw), grads(public), strict=True):
     np.testing.assert_array_equal(ours, theirs)
+
+
+def test_shapes_reach_tensorflow_as_kept_int32_tensors_where_int32_holds_them():
+  """Eagerly a shape becomes one kept int32 tensor per tuple (a list is converted on every
+  call); a size past int32's range stays a list, which TensorFlow converts to int64."""
+  from crossgrad.backends.tensorflow_array_api._dtypes import _host_ints  # pylint: disable=g-import-not-at-top
+  kept = _host_ints([4, -1])
+  assert kept is _host_ints((4, -1)) and kept.dtype == tf.int32
+  assert _host_ints([2**31, -1]) == [2**31, -1]
+  assert tf.reshape(tf.zeros([0]), _host_ints([2**31, 0])).shape == (2**31, 0)
+  np.testing.assert_array_equal(xp.reshape(tf.range(6), (3, -1)).numpy(), [[0, 1], [2, 3], [4, 5]])

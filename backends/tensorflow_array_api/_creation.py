@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from crossgrad.backends.tensorflow_array_api._dtypes import (
-    _COMPLEX_FLOATING, _DEFAULTS, _INTEGRAL, _cast, _const, _device, _dtype, _index,
+    _COMPLEX_FLOATING, _DEFAULTS, _INTEGRAL, _cast, _const, _device, _dtype, _host_ints, _index,
     _kind_default, _np_dtype, _py_complex, _py_float, _py_int, _py_max, _shape, _tensor,
     complex128, float64, iinfo)
 
@@ -31,12 +31,12 @@ def _fill_dtype(fill_value, dtype):
 
 def zeros(shape, *, dtype=None, device=None):
   with _device(device):
-    return tf.zeros(_shape_arg(shape), _dtype(dtype) or _DEFAULTS["real floating"])
+    return tf.zeros(_host_ints(_shape_arg(shape)), _dtype(dtype) or _DEFAULTS["real floating"])
 
 
 def ones(shape, *, dtype=None, device=None):
   with _device(device):
-    return tf.ones(_shape_arg(shape), _dtype(dtype) or _DEFAULTS["real floating"])
+    return tf.ones(_host_ints(_shape_arg(shape)), _dtype(dtype) or _DEFAULTS["real floating"])
 
 
 def empty(shape, *, dtype=None, device=None):
@@ -46,7 +46,7 @@ def empty(shape, *, dtype=None, device=None):
 def full(shape, fill_value, *, dtype=None, device=None):
   dtype = _fill_dtype(fill_value, dtype)
   with _device(device):
-    return tf.fill(_shape_arg(shape), _cast(fill_value, dtype))
+    return tf.fill(_host_ints(_shape_arg(shape)), _cast(fill_value, dtype))
 
 
 def zeros_like(x, /, *, dtype=None, device=None):

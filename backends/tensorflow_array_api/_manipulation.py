@@ -84,6 +84,7 @@ def broadcast_arrays(*arrays):
     shape = tf.shape(arrays[0])
     for a in arrays[1:]:
       shape = tf.broadcast_dynamic_shape(shape, tf.shape(a))
+  shape = _host_ints(shape) if isinstance(shape, list) else shape
   return [tf.broadcast_to(a, shape) for a in arrays]
 
 
@@ -94,7 +95,7 @@ def broadcast_to(x, /, shape):
   if len(shape) < x.shape.rank or builtins.any(
       s != 1 and s != t for s, t in zip(_shape(x)[::-1], shape[::-1])):
     raise ValueError(f"cannot broadcast shape {_shape(x)} to {shape}")
-  return tf.broadcast_to(x, shape)
+  return tf.broadcast_to(x, _host_ints(shape))
 
 
 def concat(arrays, /, *, axis=0):
@@ -151,7 +152,7 @@ def repeat(x, repeats, /, *, axis=None):
 
 def reshape(x, /, shape, *, copy=None):
   x = _tensor(x)
-  shape = _shape_arg(shape)
+  shape = _host_ints(_shape_arg(shape))
   return tf.identity(tf.reshape(x, shape)) if copy else tf.reshape(x, shape)
 
 

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from crossgrad.backends.tensorflow_array_api import _raw
 from crossgrad.backends.tensorflow_array_api._dtypes import (
     _DEFAULTS, _INTEGRAL, _REAL_FLOATING, _SIGNED, _cast, _is_complex, _is_float, _norm_axis,
     _np_dtype, _promote, _reduce_axes, _shape, _tensor, bool, float32, int32, int64, int8,
@@ -117,7 +118,7 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
 
 def where(condition, x1, x2, /):
   x1, x2 = _promote(x1, x2)
-  return tf.where(_cast(condition, bool), x1, x2)
+  return _raw.select(_cast(condition, bool), x1, x2)
 
 
 # ---------------------------------------------------------------------------------------------
