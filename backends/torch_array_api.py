@@ -96,6 +96,11 @@ def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
   return _INTEGER_PROMOTION.get((a, b)) or torch.promote_types(a, b)
 
 
+def _one_dtype(x1, x2) -> bool:
+  """Two tensors of one dtype: where array_api_compat's promotion fix changes nothing."""
+  return isinstance(x1, torch.Tensor) and isinstance(x2, torch.Tensor) and x1.dtype == x2.dtype
+
+
 def _binary(f):
   """``f`` with a Python scalar on either side made a tensor of the standard's dtype.
 
@@ -105,8 +110,7 @@ def _binary(f):
   same = f.__wrapped__
 
   def call(x1, x2, /, **kwargs):
-    if (isinstance(x1, torch.Tensor) and isinstance(x2, torch.Tensor)
-        and x1.dtype == x2.dtype):
+    if _one_dtype(x1, x2):
       return same(x1, x2, **kwargs)
     if isinstance(x1, _KINDS) and isinstance(x2, torch.Tensor):
       x1 = torch.tensor(x1, dtype=result_type(x2, x1), device=x2.device)
@@ -215,7 +219,7 @@ def sign(x, /):
 def where(condition, x1, x2, /):
   """``torch.where`` for two tensors of one dtype (array_api_compat's promotion fix, a no-op
   there, costs more than a small kernel); array_api_compat's ``where`` otherwise."""
-  if isinstance(x1, torch.Tensor) and isinstance(x2, torch.Tensor) and x1.dtype == x2.dtype:
+  if _one_dtype(x1, x2):
     return torch.where(condition, x1, x2)
   return compat.where(condition, x1, x2)
 

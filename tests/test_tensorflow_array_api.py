@@ -14,6 +14,7 @@ import tensorflow as tf
 
 from crossgrad.backends import tensorflow_array_api as xp
 from crossgrad.backends.tensorflow_array_api import _raw
+from crossgrad.backends.tensorflow_array_api._dtypes import _host_ints
 
 nan, inf = math.nan, math.inf
 MODES = ("eager", "jit")
@@ -629,7 +630,6 @@ def test_raw_ops_are_their_wrappers_ops(name):
 def test_shapes_reach_tensorflow_as_kept_int32_tensors_where_int32_holds_them():
   """Eagerly a shape becomes one kept int32 tensor per tuple (a list is converted on every
   call); a size past int32's range stays a list, which TensorFlow converts to int64."""
-  from crossgrad.backends.tensorflow_array_api._dtypes import _host_ints  # pylint: disable=g-import-not-at-top
   kept = _host_ints([4, -1])
   assert kept is _host_ints((4, -1)) and kept.dtype == tf.int32
   assert _host_ints([2**31, -1]) == [2**31, -1]

@@ -195,13 +195,15 @@ def _host_ints(values):
   against 10); in a graph, or past int32's range, the list, which becomes a constant once."""
   if not tf.executing_eagerly():
     return values
-  key = tuple(_py_int(v) for v in values)
+  return base.interned(_HOST_INTS, tuple(_py_int(v) for v in values), _new_host_ints,
+                       _KEPT_LIMIT)
+
+
+def _new_host_ints(key: tuple[int, ...]) -> tf.Tensor | list[int]:
+  """What `_host_ints` keeps for ``key``: the int32 tensor, or past int32's range the list
+  (which TensorFlow converts to int64; no caller changes it)."""
   if any(not _INT32_MIN <= v <= _INT32_MAX for v in key):
     return list(key)
-  return base.interned(_HOST_INTS, key, _new_host_ints, _KEPT_LIMIT)
-
-
-def _new_host_ints(key: tuple[int, ...]) -> tf.Tensor:
   with tf.device("/device:CPU:0"):
     return tf.constant(key, tf.int32)
 
@@ -316,7 +318,7 @@ def astype(x, dtype, /, *, copy=True, device=None):
       return tf.not_equal(x, tf.zeros([], x.dtype))
     if _is_complex(x) and dtype not in _COMPLEX_FLOATING:
       x = tf.math.real(x)
-    return x if x.dtype == dtype else _raw.cast(x, dtype)
+    return _cast(x, dtype)
 
 
 # ---------------------------------------------------------------------------------------------
