@@ -240,19 +240,45 @@ def _new_spec(key: tuple[torch.Size, torch.dtype]) -> validation.ArraySpec:
   return validation.ArraySpec(tuple(shape), name)
 
 
+def _traced(x: torch.Tensor) -> bool:
+  """Whether ``x``'s values are unknown here: under compile or a torch.func transform."""
+  wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # pylint: disable=protected-access
+  return (torch.compiler.is_compiling() or wrapped(x) or x.is_meta
+          or type(x).__name__ == "FakeTensor")
+
+
 def _read_values(x: Any):
-  """NumPy values of an eager tensor; None under compile or a torch.func transform."""
+  """NumPy values of an eager tensor; None where traced."""
   if not isinstance(x, torch.Tensor):
     return NotImplemented
-  wrapped = torch._C._functorch.is_functorch_wrapped_tensor  # pylint: disable=protected-access
-  if (torch.compiler.is_compiling() or wrapped(x) or x.is_meta
-      or type(x).__name__ == "FakeTensor"):
+  if _traced(x):
     return None
   x = x.detach().cpu()
   return x.float().numpy() if x.dtype == torch.bfloat16 else x.numpy()
 
 
+# The dtypes torch.aminmax reduces (on CPU: not bool, complex, uint16-64).
+_BOUNDED = frozenset(getattr(torch, name) for name in (
+    "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64"))
+
+
+def _read_bounds(x: Any):
+  """``(min, max)`` of a real eager tensor by one torch reduction; None where traced or
+  empty."""
+  if not isinstance(x, torch.Tensor):
+    return NotImplemented
+  if _traced(x):
+    return None
+  if x.dtype not in _BOUNDED:
+    return NotImplemented
+  if x.numel() == 0:
+    return None
+  low, high = torch.aminmax(x.detach() if x.requires_grad else x)
+  return low.item(), high.item()
+
+
 validation.register_value_reader(_read_values)
+validation.register_bounds_reader(_read_bounds)
 
 
 # The standard's creation functions that take a ``device`` and have no array to follow.

@@ -54,7 +54,8 @@ class OpDef:
       inputs the op cannot take; ``specs`` maps input name to `ArraySpec`.
     check_values: ``check_values(xp, *inputs, **params)`` raising `CrossgradError` for
       input values the op cannot take (labels out of range), run before the forward on
-      every call. It reads values with `validation.concrete_values`, None where they are
+      every call. It reads values with `validation.concrete_values` (or only their range,
+      cheaper, with `validation.concrete_bounds`), None where they are
       traced (``jax.jit``, ``tf.function``, ``torch.compile``): a check there is skipped,
       and the op's forward, which reads no values, compiles whole (an eager JAX call runs
       it as one program, not op by op).

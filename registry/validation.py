@@ -204,6 +204,34 @@ def concrete_values(x: Any):
     return None
 
 
+_BOUNDS_READERS: list[Callable[[Any], Any]] = []
+
+
+def register_bounds_reader(reader: Callable[[Any], Any]) -> None:
+  """Lets a backend find the bounds of its own arrays for `concrete_bounds` without NumPy:
+  ``reader(x)`` returns them as `concrete_bounds` does, or NotImplemented where it leaves
+  ``x`` to NumPy (an array it does not own, a dtype it does not reduce)."""
+  if reader not in _BOUNDS_READERS:
+    _BOUNDS_READERS.append(reader)
+
+
+def concrete_bounds(x: Any) -> tuple[Any, Any] | None:
+  """``(min, max)`` of ``x``'s values as Python numbers (NaN if any is NaN) where they are
+  known here; None while ``x`` is traced, as `concrete_values`, or when it is empty.
+
+  For range checks on every eager call: a backend may reduce in the framework
+  (`register_bounds_reader`), which spares its eager step a round trip through NumPy (on
+  CPU a NumPy reduction between torch kernels cost an eager torch step ~20 us)."""
+  for reader in _BOUNDS_READERS:
+    bounds = reader(x)
+    if bounds is not NotImplemented:
+      return bounds
+  values = concrete_values(x)
+  if values is None or values.size == 0:
+    return None
+  return values.min().item(), values.max().item()
+
+
 def require_same_spec(specs: dict[str, ArraySpec], *names: str):
   """For ops whose inputs must agree: each of ``names`` has the first one's spec."""
   first = specs[names[0]]

@@ -206,9 +206,36 @@ def test_second_order_of_a_surrogate_op_applies_its_rule_at_every_order():
   np.testing.assert_allclose(jax_value[1], by_hand, rtol=1e-10)
 
 
-def test_label_values_are_checked_eagerly():
-  with pytest.raises(cg.CrossgradError, match="label out of range"):
-    cg.torch.get("center_loss")(_t(X[:2]), torch.tensor([0, 7]), _t(W[:3]))
+@pytest.mark.parametrize("labels, bad", [([0, 7], 7), ([-1, 2], -1), ([3, 0], 3)])
+def test_label_values_are_checked_eagerly(labels, bad):
+  """Out of [0, 3) on either side is an error naming the bad label; 0 and 2 pass."""
+  with pytest.raises(cg.CrossgradError, match=rf"label out of range: .*, e\.g\. {bad}\. "):
+    cg.torch.get("center_loss")(_t(X[:2]), torch.tensor(labels), _t(W[:3]))
+  loss = cg.torch.get("center_loss")(_t(X[:2]), torch.tensor([0, 2]), _t(W[:3]))
+  np.testing.assert_allclose(loss.item(), 0.5 * np.sum((X[:2] - W[[0, 2]]) ** 2))
+
+
+@pytest.mark.parametrize("values, dtype", [
+    ([3, -2, 7], torch.int32), ([3, -2, 7], torch.int64), ([5, 200, 0], torch.uint8),
+    ([0.5, -1.5, 2.25], torch.float32), ([0.5, float("nan"), 2.25], torch.float64),
+    ([0.5, -1.5, 2.25], torch.bfloat16),
+    ([9, 4], torch.uint16), ([True, False], torch.bool)])  # aminmax has none: NumPy's.
+def test_bounds_of_eager_tensors_are_numpys(values, dtype):
+  x = torch.tensor(values).to(dtype)
+  expected = np.asarray(x.float() if dtype == torch.bfloat16 else x)
+  assert validation.concrete_bounds(x) == pytest.approx(
+      (expected.min(), expected.max()), nan_ok=True)
+  assert validation.concrete_bounds(x[:0]) is None
+
+
+def test_bounds_are_unknown_under_compile():
+  def bounded(x):
+    return x * 2.0 if validation.concrete_bounds(x) is None else x * 3.0
+
+  x = torch.tensor([-1.0, 2.0], requires_grad=True)
+  np.testing.assert_array_equal(bounded(x).detach().numpy(), [-3.0, 6.0])
+  compiled = torch.compile(bounded, fullgraph=True, backend="eager")
+  np.testing.assert_array_equal(compiled(x).detach().numpy(), [-2.0, 4.0])
 
 
 def test_cross_check_rows_for_eager_and_compile():
