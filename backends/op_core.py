@@ -48,6 +48,9 @@ class Adapter:
     name: the backend's ``NAME``, as errors name it.
     xp: the namespace the op's forward and backward are handed.
     spec_of: static shape and dtype of one of the framework's arrays (at trace time too).
+    key_of: a cheap hashable stand-in for ``spec_of(x)`` (default: ``spec_of``; torch:
+      ``(x.shape, x.dtype)``): the core's per-signature caches are keyed by it and make
+      specs only on a miss, the per-call cost of an eager step.
     to_arrays: the call's inputs (arrays, NumPy arrays, numbers, variables) as a list of
       the framework's arrays.
     as_output: one output of the forward as the framework's array (default: unchanged).
@@ -72,6 +75,7 @@ class Adapter:
   body: Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any] = (
       lambda fn, xp, args, params: fn(xp, *args, **params))
   tracing: Callable[[], bool] = lambda: False
+  key_of: Callable[[Any], Any] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +85,7 @@ class Specs:
   inputs: tuple[ArraySpec, ...]
   outputs: tuple[ArraySpec, ...]
   single: bool  # The forward returned one array, not a tuple of them.
+  input_keys: tuple[Any, ...]  # The adapter's ``key_of`` of each input.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +120,8 @@ class OpCore:
     self.adapter, self.op, self.params = adapter, op, params
     self.name = adapter.name
     self._n_inputs = len(op.input_names)
-    self._checked_inputs: dict[tuple[ArraySpec, ...], bool] = {}
+    self._key_of = adapter.key_of or adapter.spec_of
+    self._checked_inputs: dict[tuple, bool] = {}
     self._specs: dict[tuple, Specs] = {}
 
   def prepare(self, inputs: Sequence[Any]) -> list[Any]:
@@ -124,11 +130,13 @@ class OpCore:
     if len(inputs) != self._n_inputs:
       validation.check_input_count(self.op, self.name, inputs)
     arrays = self.adapter.to_arrays(inputs)
-    specs = tuple(map(self.adapter.spec_of, arrays))
     if self.adapter.tracing():
-      self._check_input_specs(specs)
+      self._check_input_specs(arrays)
     else:
-      base.interned(self._checked_inputs, specs, self._check_input_specs, _SEEN_LIMIT)
+      keys = tuple(map(self._key_of, arrays))
+      if keys not in self._checked_inputs:
+        base.interned(self._checked_inputs, keys, lambda _: self._check_input_specs(arrays),
+                      _SEEN_LIMIT)
     if self.op.check_values is not None:
       validation.check_values(self.op, self.name, self.adapter.xp, arrays, self.params)
     return arrays
@@ -139,10 +147,14 @@ class OpCore:
     result = adapter.body(self.op.forward, self._namespace(inputs), inputs, self.params)
     outputs, residuals = validation.check_forward_result(self.op, self.name, result)
     outs = tuple(map(adapter.as_output, validation.as_tuple(outputs)))
-    key = (tuple(map(adapter.spec_of, inputs)), tuple(map(adapter.spec_of, outs)),
-           not isinstance(outputs, (tuple, list)))
-    specs = (self._checked_specs(key) if adapter.tracing()
-             else base.interned(self._specs, key, self._checked_specs, _SEEN_LIMIT))
+    single = not isinstance(outputs, (tuple, list))
+    if adapter.tracing():
+      return Forward(outs, residuals, self._checked_specs(inputs, outs, single))
+    key = (tuple(map(self._key_of, inputs)), tuple(map(self._key_of, outs)), single)
+    specs = self._specs.get(key)
+    if specs is None:
+      specs = base.interned(self._specs, key,
+                            lambda _: self._checked_specs(inputs, outs, single), _SEEN_LIMIT)
     return Forward(outs, residuals, specs)
 
   def backward(self, residuals: Any, upstream: Sequence[Any], specs: Specs,
@@ -157,7 +169,7 @@ class OpCore:
     g = validation.cotangent_for(self.op, specs.outputs, upstream, zeros, specs.single)
     cotangents = self.adapter.body(self.op.backward, self._namespace(on), (residuals, g),
                                    self.params)
-    if not self._match(cotangents, specs.inputs):
+    if not self._match(cotangents, specs.input_keys):
       cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
                                                self.adapter.spec_of)
     return self._conjugated(cotangents, specs.inputs) if convert else cotangents
@@ -166,27 +178,29 @@ class OpCore:
     namespace_for = self.adapter.namespace_for
     return self.adapter.xp if namespace_for is None else namespace_for(arrays)
 
-  def _check_input_specs(self, specs: tuple[ArraySpec, ...]) -> bool:
+  def _check_input_specs(self, arrays: Sequence[Any]) -> bool:
     """Checks a call's input specs (`validation.check_inputs`); True, what `prepare`
-    remembers for them."""
-    validation.check_inputs(self.op, self.name, specs, self.params)
+    remembers for their keys."""
+    validation.check_inputs(self.op, self.name, tuple(map(self.adapter.spec_of, arrays)),
+                            self.params)
     return True
 
-  def _checked_specs(self, key: tuple) -> Specs:
-    """The `Specs` of a forward, keyed (input specs, output specs, single), its outputs'
-    dtypes checked."""
-    validation.check_output_dtypes(self.op, self.name, key[0], key[1])
-    return Specs(*key)
+  def _checked_specs(self, inputs: Sequence[Any], outs: Sequence[Any], single: bool) -> Specs:
+    """The `Specs` of a forward, its outputs' dtypes checked."""
+    spec_of = self.adapter.spec_of
+    in_specs, out_specs = tuple(map(spec_of, inputs)), tuple(map(spec_of, outs))
+    validation.check_output_dtypes(self.op, self.name, in_specs, out_specs)
+    return Specs(in_specs, out_specs, single, tuple(map(self._key_of, inputs)))
 
-  def _match(self, cotangents: Any, specs: Sequence[ArraySpec]) -> bool:
+  def _match(self, cotangents: Any, keys: Sequence[Any]) -> bool:
     """Whether ``cotangents`` is a tuple with, for each input, None where it is
-    non-differentiable and else an array of exactly its spec: what
+    non-differentiable and else an array of exactly its spec (its key): what
     `validation.check_cotangents` accepts (and then returns unchanged)."""
     if type(cotangents) is not tuple or len(cotangents) != self._n_inputs:
       return False
-    nondiff, spec_of = self.op.nondiff_argnums, self.adapter.spec_of
-    for i, (ct, spec) in enumerate(zip(cotangents, specs)):
-      if (ct is None) != (i in nondiff) or ct is not None and spec_of(ct) != spec:
+    nondiff, key_of = self.op.nondiff_argnums, self._key_of
+    for i, (ct, key) in enumerate(zip(cotangents, keys)):
+      if (ct is None) != (i in nondiff) or ct is not None and key_of(ct) != key:
         return False
     return True
 

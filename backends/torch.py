@@ -222,22 +222,15 @@ xp = _namespace(_OWN)
 _DTYPE_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
 
 
-_SPECS: dict[tuple, validation.ArraySpec] = {}
-
-
 def spec_of(x: Any) -> validation.ArraySpec:
-  """One `ArraySpec` object per (shape, dtype) seen eagerly: the op core's checks, run for
-  each call, then find theirs by identity (Dynamo traces a fresh one)."""
-  key = (x.shape, x.dtype)
-  if torch.compiler.is_compiling():
-    return _new_spec(key)
-  return base.interned(_SPECS, key, _new_spec, op_core.SPECS_LIMIT)
+  name = _DTYPE_NAMES.get(x.dtype) or str(x.dtype).removeprefix("torch.")
+  return validation.ArraySpec(tuple(x.shape), name)
 
 
-def _new_spec(key: tuple[torch.Size, torch.dtype]) -> validation.ArraySpec:
-  shape, dtype = key
-  name = _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
-  return validation.ArraySpec(tuple(shape), name)
+def _key_of(x: torch.Tensor) -> tuple[torch.Size, torch.dtype]:
+  """What the op core's per-signature caches know a tensor by: ``spec_of``'s facts, without
+  building an `ArraySpec` on every call."""
+  return x.shape, x.dtype
 
 
 def _traced(x: torch.Tensor) -> bool:
@@ -365,7 +358,7 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
 # Its complex gradients are the conjugates of JAX's VJP: the op core converts a complex
 # op's backward, the cross-check converts back (docs/dtypes.md).
 CONJUGATE_COMPLEX_GRADIENTS = True
-_CORE = op_core.Adapter(NAME, xp, spec_of, to_arrays=_to_tensors,
+_CORE = op_core.Adapter(NAME, xp, spec_of, key_of=_key_of, to_arrays=_to_tensors,
                         namespace_for=_namespace_for,
                         conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
                         tracing=torch.compiler.is_compiling)
