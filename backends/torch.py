@@ -128,8 +128,12 @@ def _one_hot(labels, depth, dtype):
 
 def _unbroadcast(x, like):
   x = _tensor(x)
+  if x.shape == like.shape:  # Nothing was broadcast: no kernel.
+    return x
   shape = tuple(like.shape)
   axes = tuple(broadcasting.sum_axes(tuple(x.shape), shape))
+  if axes and x.ndim == len(shape):  # Only size-1 axes were broadcast: keep them.
+    return torch.sum(x, dim=axes, keepdim=True)
   return torch.reshape(torch.sum(x, dim=axes) if axes else x, shape)
 
 
@@ -316,21 +320,38 @@ def _namespace_for(tensors: Sequence[Any]) -> Namespace:
   return xp
 
 
+# Plain loops, not generator expressions, in the helpers below: they run on every call.
+
+def _position(x, group) -> int | None:
+  """The index of the object ``x`` itself in ``group``, or None."""
+  for i, y in enumerate(group):
+    if y is x:
+      return i
+  return None
+
+
+def _is_flat(residuals) -> bool:
+  """A tuple of no containers: the common case, without pytree's cost."""
+  if type(residuals) is not tuple:
+    return False
+  for r in residuals:
+    if isinstance(r, (tuple, list, dict)):
+      return False
+  return True
+
+
 def _split_residuals(residuals, inputs, outputs):
   """Residual leaves as references to inputs and outputs, new tensors and constants."""
-  flat = type(residuals) is tuple and not any(  # The common case, without pytree's cost.
-      isinstance(r, (tuple, list, dict)) for r in residuals)
+  flat = _is_flat(residuals)
   leaves, spec = (residuals, None) if flat else pytree.tree_flatten(residuals)
   kinds, new = [], []
   for leaf in leaves:
     if not isinstance(leaf, torch.Tensor):
       kinds.append(("constant", leaf))
-      continue
-    for kind, group in (("input", inputs), ("output", outputs)):
-      index = next((i for i, t in enumerate(group) if t is leaf), None)
-      if index is not None:
-        kinds.append((kind, index))
-        break
+    elif (index := _position(leaf, inputs)) is not None:
+      kinds.append(("input", index))
+    elif (index := _position(leaf, outputs)) is not None:
+      kinds.append(("output", index))
     else:
       kinds.append(("new", len(new)))
       new.append(leaf)
@@ -389,7 +410,7 @@ def _forward_rules(index: int):
   def forward(*inputs):
     result = _CORES[index].forward(inputs)
     # An input returned as an output must be a view of it (autograd.Function's rule).
-    outs = tuple(o.view_as(o) if any(o is x for x in inputs) else o for o in result.outs)
+    outs = tuple([o if _position(o, inputs) is None else o.view_as(o) for o in result.outs])
     new, layout = _split_residuals(result.residuals, inputs, outs)
     return (*outs, *new, (len(outs), result.specs, layout))
 

@@ -216,10 +216,20 @@ def sign(x, /):
   return torch.maximum(out, torch.clamp(x.detach(), max=-1))
 
 
+def _weak_scalar(x1, x2) -> bool:
+  """A Python float or int on one side, a floating or complex tensor on the other: torch
+  gives the tensor's dtype, as the standard does (what array_api_compat's fix leaves)."""
+  for scalar, tensor in ((x1, x2), (x2, x1)):
+    if type(scalar) in (float, int) and isinstance(tensor, torch.Tensor):
+      return tensor.is_floating_point() or tensor.is_complex()
+  return False
+
+
 def where(condition, x1, x2, /):
-  """``torch.where`` for two tensors of one dtype (array_api_compat's promotion fix, a no-op
-  there, costs more than a small kernel); array_api_compat's ``where`` otherwise."""
-  if _one_dtype(x1, x2):
+  """``torch.where`` for two tensors of one dtype or a tensor and a `_weak_scalar`
+  (array_api_compat's promotion fix, a no-op there, costs more than a small kernel);
+  array_api_compat's ``where`` otherwise."""
+  if _one_dtype(x1, x2) or _weak_scalar(x1, x2):
     return torch.where(condition, x1, x2)
   return compat.where(condition, x1, x2)
 

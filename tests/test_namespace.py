@@ -56,7 +56,8 @@ CALLS = {
     "ones": ((_X,), lambda xp, x: xp.ones((2, 3), dtype=xp.float32)),
     "astype": ((_X,), lambda xp, x: xp.astype(x, xp.int32)),
     "unbroadcast": ((_X, _Y), lambda xp, x, y: xp.unbroadcast(xp.expand_dims(x, 0) * 2.0,
-                                                             x[:1]) + xp.unbroadcast(y, y)),
+                                                             x[:1]) + xp.unbroadcast(y, y)
+                      + xp.unbroadcast(y, y[:1]) + xp.unbroadcast(x, x[:, :1])),
     "bitwise_xor": ((_X,), lambda xp, x: xp.bitwise_xor(xp.astype(x * 4, xp.int32), 5)),
     "bitwise_or": ((_X,), lambda xp, x: xp.bitwise_or(xp.astype(x * 4, xp.int32), 6)),
     "bitwise_left_shift": ((_X,), lambda xp, x: xp.bitwise_left_shift(

@@ -233,6 +233,29 @@ def _operands(name):
 
 
 @pytest.mark.parametrize("mode", ["eager", "compile"])
+def test_where_with_a_python_scalar_matches_array_api_compat(mode):
+  """A float or int on either side of a floating or complex tensor skips array_api_compat
+  too: its values and dtype; an integer tensor with a scalar stays with array_api_compat."""
+  import array_api_compat.torch as compat  # pylint: disable=g-import-not-at-top
+  keep = torch.tensor([True, False, True, False])
+  tensors = [torch.tensor([-2.5, 0.5, math.nan, 7.0], dtype=dtype) for dtype in (
+      torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64)]
+  tensors.append(torch.tensor([5, -3, 12, 0], dtype=torch.int16))
+  scalars = (0.0, -0.0, 2.5, 1e10, 0, -3, 70000)
+  cases = [(t, s, left) for t in range(len(tensors)) for s in scalars for left in (0, 1)
+           if tensors[t].dtype != torch.int16 or type(s) is int and abs(s) < 2 ** 15]
+
+  def calls(f, *ts):
+    return [f.where(keep, s, ts[t]) if left else f.where(keep, ts[t], s)
+            for t, s, left in cases]
+
+  got = _modes(lambda *ts: calls(xp, *ts))[mode](*tensors)
+  for case, out, want in zip(cases, got, calls(compat, *tensors)):
+    assert out.dtype == want.dtype, case
+    torch.testing.assert_close(out, want, equal_nan=True, rtol=0, atol=0, msg=str(case))
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile"])
 def test_binary_functions_and_where_match_array_api_compat(mode):
   """Two tensors of one dtype skip array_api_compat's promotion fix (a no-op there): every
   binary function and ``where`` gives array_api_compat's values and dtype, for one dtype
