@@ -116,6 +116,10 @@ class OpCore:
   its error).
   """
 
+  # No instance dict: torch.compile guards that none shadows a method it calls.
+  __slots__ = ("adapter", "op", "params", "name", "_n_inputs", "_key_of", "_checked_inputs",
+               "_specs")
+
   def __init__(self, adapter: Adapter, op: OpDef, params: dict):
     self.adapter, self.op, self.params = adapter, op, params
     self.name = adapter.name
