@@ -2,6 +2,8 @@
 and TensorFlow for the same seed (eagerly and compiled); the
 Keras layer under torch is checked in tests/test_keras.py."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -53,6 +55,23 @@ def test_gradients_use_the_drawn_mask():
   np.testing.assert_allclose(p.grad.numpy(), np.sum(g.numpy() * FEATURES * 1.5, -1,
                                                     keepdims=True), rtol=1e-6)
   np.testing.assert_array_equal(features.grad.numpy(), g.numpy() * mask)
+
+
+@pytest.mark.parametrize("name, value, index", [
+    ("p", -0.25, (0, 1, 2, 0)), ("p", np.nan, (1, 0, 0, 0)), ("p", 1.0 + 1e-6, (1, 2, 3, 0)),
+    ("u", 1.0, (0, 0, 1, 0)), ("u", -1e-7, (1, 1, 1, 0))])
+def test_each_value_out_of_range_is_found_and_the_bounds_pass(name, value, index):
+  """p in [0, 1] and u in [0, 1), ends included as the standard's ranges say."""
+  values = {"p": P.copy(), "u": np.full(P.shape, 0.5, np.float32)}
+  values["p"][0, 0, 0, 0], values["p"][0, 0, 1, 0], values["u"][0, 0, 2, 0] = 0.0, 1.0, 0.0
+  out = cg.torch.bernoulli_mask(torch.as_tensor(values["p"]), torch.as_tensor(FEATURES),
+                                torch.as_tensor(values["u"]))
+  np.testing.assert_array_equal(out.detach().numpy(), np.where(
+      values["u"] < values["p"], FEATURES, 0.0))
+  values[name][index] = value
+  with pytest.raises(cg.CrossgradError, match=rf"input '{name}'.*{re.escape(str(index))}"):
+    cg.torch.bernoulli_mask(torch.as_tensor(values["p"]), torch.as_tensor(FEATURES),
+                            torch.as_tensor(values["u"]))
 
 
 def test_bad_values_and_seeds_raise():
