@@ -196,26 +196,28 @@ def _matmul_inputs(elements, rng):
           rng.standard_normal((FEATURES, FEATURES), dtype=np.float32))
 
 
-# bernoulli_mask: (u < p) * features; dp = g * features summed over the broadcast channel
-# axis, dfeatures = g * m. p and u are (rows, 1) against features (rows, FEATURES).
+# bernoulli_mask: (u < p) * features as the op defines it, a select (a dropped element is
+# exactly 0, whatever its feature: the seed's multiply by the mask would give inf * 0 =
+# NaN); dp = g * features summed over the broadcast channel axis, dfeatures = g where the
+# mask keeps. p and u are (rows, 1) against features (rows, FEATURES).
 @tf.custom_gradient
 def tf_bernoulli_mask(p, features, u):
-  m = tf.cast(u < p, features.dtype)
+  keep = u < p
 
   def grad(g):
-    return tf.reduce_sum(g * features, axis=1, keepdims=True), g * m, None
+    return tf.reduce_sum(g * features, axis=1, keepdims=True), tf.where(keep, g, 0.0), None
 
-  return m * features, grad
+  return tf.where(keep, features, 0.0), grad
 
 
 def _bernoulli_fwd(p, features, u):
-  m = (u < p).astype(features.dtype)
-  return m * features, (features, m)
+  keep = u < p
+  return jnp.where(keep, features, 0.0), (features, keep)
 
 
 def _bernoulli_bwd(res, g):
-  features, m = res
-  return jnp.sum(g * features, axis=1, keepdims=True), g * m, None
+  features, keep = res
+  return jnp.sum(g * features, axis=1, keepdims=True), jnp.where(keep, g, 0.0), None
 
 
 jax_bernoulli_mask = jax.custom_vjp(lambda p, features, u: _bernoulli_fwd(p, features, u)[0])
@@ -242,17 +244,17 @@ def tf_sparse_q(m, ground_state, h_out, dst):
   copies = tf.reshape(tf.tile(m[:, None], (1, kk, 1)), (-1, n_in))
   landed = tf.math.unsorted_segment_sum(copies, entries, rows * kk)
   count = tf.math.unsorted_segment_sum(tf.ones_like(entries, m.dtype), entries, rows * kk)
-  live = tf.cast(h_out[:, :1] >= 0, m.dtype)
-  weight = tf.reshape(live - tf.reshape(count, (rows, kk)), (-1, 1))
+  live = h_out[:, :1] >= 0
+  weight = tf.reshape(tf.cast(live, m.dtype) - tf.reshape(count, (rows, kk)), (-1, 1))
   q = tf.reshape(landed + weight * ground_state, (rows, kk * n_in))
 
   def grad(g):
-    # tf.where, not a multiply by the mask: an entry of -1 reads an exact zero even
-    # where the row it was pointed at holds inf or NaN.
+    # tf.where, not a multiply by a mask, as the op: an entry of -1 and a padding row
+    # read an exact zero even where dQ holds inf or NaN.
     picked = tf.gather(tf.reshape(g, (-1, n_in)), tf.maximum(entries, 0))
     picked = tf.where(entries[:, None] >= 0, picked, tf.zeros_like(picked))
     d_m = tf.reduce_sum(tf.reshape(picked, (a, kk, n_in)), 1)
-    total = tf.reduce_sum(tf.reshape(tf.reduce_sum(live * g, 0), (kk, n_in)), 0)
+    total = tf.reduce_sum(tf.reshape(tf.reduce_sum(tf.where(live, g, 0.0), 0), (kk, n_in)), 0)
     return d_m, total - tf.reduce_sum(d_m, 0), None, None
 
   return q, grad
@@ -263,8 +265,8 @@ def _sparse_fwd(m, ground_state, h_out, dst):
   entries = jnp.where(dst < 0, rows * kk, dst).reshape(-1)  # Out of range: dropped.
   landed = jnp.zeros((rows * kk, n_in), m.dtype).at[entries].add(jnp.repeat(m, kk, 0))
   count = jnp.zeros(rows * kk, m.dtype).at[entries].add(1)
-  live = (h_out[:, :1] >= 0).astype(m.dtype)
-  weight = (live - count.reshape(rows, kk)).reshape(-1, 1)
+  live = h_out[:, :1] >= 0
+  weight = (live.astype(m.dtype) - count.reshape(rows, kk)).reshape(-1, 1)
   q = (landed + weight * ground_state).reshape(rows, kk * n_in)
   return q, (entries, live, a)
 
@@ -275,7 +277,7 @@ def _sparse_bwd(res, g):
   n_in = g.shape[1] // kk
   d_m = jnp.asarray(g).reshape(-1, n_in).at[entries].get(mode="fill", fill_value=0)
   d_m = d_m.reshape(a, kk, n_in).sum(1)
-  total = jnp.sum(live * g, 0).reshape(kk, n_in).sum(0)
+  total = jnp.sum(jnp.where(live, g, 0.0), 0).reshape(kk, n_in).sum(0)
   return d_m, total - d_m.sum(0), None, None
 
 

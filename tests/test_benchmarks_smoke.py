@@ -115,38 +115,63 @@ def test_run_all_quick_writes_every_table(tmp_path):
 
 def test_hand_written_baselines_compute_what_the_ops_compute():
   """The overhead ratios compare equal work: same outputs and gradients, in every framework."""
-  import jax  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import torch  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(0)
   assert set(handwritten_torch.BASELINES) <= set(handwritten.BASELINES)
   for name, baseline in handwritten.BASELINES.items():
     inputs = baseline.inputs(256, rng)
-    op = overhead.op_of(baseline)
-    out = np.asarray(cg.numpy.get(op, **baseline.params)(*inputs))
-    g = rng.standard_normal(out.shape).astype(out.dtype)
-    _, vjp_fn = cg.numpy.vjp(op, *inputs, **baseline.params)
-    expected = [vjp_fn(g)[i] for i in op.diff_argnums]
+    _assert_baselines_match(name, inputs, rng)
 
-    out_jax, jax_vjp = jax.vjp(lambda *d: baseline.jax(*_merge(op, inputs, d)),
-                               *[inputs[i] for i in op.diff_argnums])
-    tensors = [tf.constant(x) for x in inputs]
-    with tf.GradientTape() as tape:
-      for i in op.diff_argnums:
-        tape.watch(tensors[i])
-      out_tf = baseline.tensorflow(*tensors)
-    grads_tf = tape.gradient(out_tf, [tensors[i] for i in op.diff_argnums], output_gradients=g)
-    found = [(out_jax, jax_vjp(g)), (out_tf, grads_tf)]
-    if name in handwritten_torch.BASELINES:
-      args = [torch.tensor(x, requires_grad=i in op.diff_argnums) for i, x in enumerate(inputs)]
-      out_torch = handwritten_torch.BASELINES[name](*args)
-      diff_args = [args[i] for i in op.diff_argnums]
-      found.append((out_torch.detach(),
-                    torch.autograd.grad(out_torch, diff_args, torch.tensor(g))))
-    for got_out, got_grads in found:
-      np.testing.assert_allclose(np.asarray(got_out), out, rtol=1e-5, atol=1e-5, err_msg=name)
-      for got, want in zip(got_grads, expected):
-        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4, err_msg=name)
+
+def test_hand_written_masks_are_the_ops_exact_selects():
+  """Where the ops select (a dropped element, a padding row of dQ), so do their baselines:
+  an inf or NaN there gives an exact 0, as the op's, not the NaN of a multiply by a mask."""
+  rng = np.random.default_rng(1)
+  p, features, u = handwritten.BASELINES["bernoulli_mask"].inputs(256, rng)
+  dropped = np.flatnonzero(u[:, 0] >= p[:, 0])[:2]
+  features[dropped, 0] = [np.inf, np.nan]
+  g = rng.standard_normal(features.shape).astype(np.float32)
+  g[dropped, 1] = [np.nan, -np.inf]
+  _assert_baselines_match("bernoulli_mask", (p, features, u), rng, g)
+  m, ground, h_out, dst = handwritten.BASELINES["sparse_q"].inputs(256, rng)
+  g = rng.standard_normal((h_out.shape[0], dst.shape[1] * m.shape[1])).astype(np.float32)
+  padding = np.flatnonzero(h_out[:, 0] < 0)[:2]
+  g[padding, :2] = [np.inf, np.nan]
+  _assert_baselines_match("sparse_q", (m, ground, h_out, dst), rng, g)
+
+
+def _assert_baselines_match(name, inputs, rng, g=None):
+  """Output and gradients (for cotangent ``g``, else a random one) of each hand-written
+  version of op ``name`` equal the NumPy op's, NaN where it is NaN."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import torch  # pylint: disable=g-import-not-at-top
+  baseline = handwritten.BASELINES[name]
+  op = overhead.op_of(baseline)
+  out = np.asarray(cg.numpy.get(op, **baseline.params)(*inputs))
+  if g is None:
+    g = rng.standard_normal(out.shape).astype(out.dtype)
+  _, vjp_fn = cg.numpy.vjp(op, *inputs, **baseline.params)
+  expected = [vjp_fn(g)[i] for i in op.diff_argnums]
+
+  out_jax, jax_vjp = jax.vjp(lambda *d: baseline.jax(*_merge(op, inputs, d)),
+                             *[inputs[i] for i in op.diff_argnums])
+  tensors = [tf.constant(x) for x in inputs]
+  with tf.GradientTape() as tape:
+    for i in op.diff_argnums:
+      tape.watch(tensors[i])
+    out_tf = baseline.tensorflow(*tensors)
+  grads_tf = tape.gradient(out_tf, [tensors[i] for i in op.diff_argnums], output_gradients=g)
+  found = [(out_jax, jax_vjp(g)), (out_tf, grads_tf)]
+  if name in handwritten_torch.BASELINES:
+    args = [torch.tensor(x, requires_grad=i in op.diff_argnums) for i, x in enumerate(inputs)]
+    out_torch = handwritten_torch.BASELINES[name](*args)
+    diff_args = [args[i] for i in op.diff_argnums]
+    found.append((out_torch.detach(),
+                  torch.autograd.grad(out_torch, diff_args, torch.tensor(g))))
+  for got_out, got_grads in found:
+    np.testing.assert_allclose(np.asarray(got_out), out, rtol=1e-5, atol=1e-5, err_msg=name)
+    for got, want in zip(got_grads, expected):
+      np.testing.assert_allclose(np.asarray(got), want, rtol=1e-4, atol=1e-4, err_msg=name)
 
 
 def _merge(op, inputs, diff_inputs):
