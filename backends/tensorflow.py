@@ -46,8 +46,11 @@ def _as_tensor(x):
 
 def _unbroadcast(x, like, /):
   x, like = _as_tensor(x), _as_tensor(like)
-  if x.shape.is_fully_defined() and like.shape.is_fully_defined():
-    dims, like_dims = x.shape.as_list(), like.shape.as_list()
+  x_shape, like_shape = x.shape, like.shape
+  if x_shape.is_fully_defined() and like_shape.is_fully_defined():
+    dims, like_dims = x_shape.as_list(), like_shape.as_list()
+    if dims == like_dims:  # Nothing was broadcast.
+      return x
     axes = list(broadcasting.sum_axes(dims, like_dims))
     if [1 if a in axes else d for a, d in enumerate(dims)] == like_dims:
       # No reshape (an op eagerly): a sum that keeps its axes has like's shape.
@@ -127,6 +130,16 @@ def _new_spec(key: tuple[tuple[int | None, ...] | None, tf.DType]) -> validation
   return validation.ArraySpec(key[0], tf.as_dtype(key[1]).name)
 
 
+def _key_of(x: Any) -> tuple:
+  """What the op core's per-signature caches know a tensor by: its shape as TensorFlow
+  keeps it (None where unknown) and dtype, without `spec_of`'s `TensorShape` work. Not a
+  tensor (a backward's `tf.IndexedSlices`): its spec, a key no tensor's equals."""
+  try:
+    return x._shape_tuple(), x.dtype  # pylint: disable=protected-access
+  except AttributeError:
+    return spec_of(x)
+
+
 def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:
   """An op's forward or backward with the standard's array object inside
   (`tensorflow_array`), plain tensors outside."""
@@ -140,7 +153,7 @@ def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: 
 # op's backward, the cross-check converts back (docs/dtypes.md).
 CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(
-    NAME, xp, spec_of,
+    NAME, xp, spec_of, key_of=_key_of,
     # Reading variables here lets the tape route their gradients through the op.
     to_arrays=lambda inputs: [_as_tensor(x) for x in inputs],
     conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
