@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Callable, Sequence
@@ -31,15 +32,38 @@ class LaunchError(CrossgradError):
   """A process of a local multi-process run failed; the message names it and the cause."""
 
 
-def exit_worker(status: int) -> None:
+# Set by `run` for its processes: a folder where `exit_worker` meets a worker's peers.
+MEETING_ENV = "CROSSGRAD_LAUNCH_MEETING"
+
+
+def exit_worker(status: int, *, group: str | None = None, rank: int = 0, size: int = 1,
+                wait_s: float = 120.0) -> None:
   """Ends this process with ``status`` at once, its output flushed, skipping the
   interpreter's teardown. For a launched worker whose result is written: torch's gloo
   threads may still be releasing a finished collective's tensors then, and one that needs
   the GIL while the interpreter finalizes aborts the process ("terminate called without
-  an active exception", SIGABRT), failing a run that succeeded."""
+  an active exception", SIGABRT), failing a run that succeeded.
+
+  With ``group``, process ``rank`` of ``size`` first waits (up to ``wait_s``) until every
+  process of its group, launched by one `run`, has finished too: one that exits at once
+  can close the socket a peer's last TensorFlow collective still uses ("Collective ops is
+  aborted by: Socket closed", seen under load). Outside `run` it waits for nobody."""
   sys.stdout.flush()
   sys.stderr.flush()
+  meeting = os.environ.get(MEETING_ENV)
+  if group is not None and meeting:
+    _meet(os.path.join(meeting, group), rank, size, wait_s)
   os._exit(status)  # pylint: disable=protected-access
+
+
+def _meet(prefix: str, rank: int, size: int, wait_s: float) -> None:
+  """Marks ``rank`` as arrived (``prefix.rank``) and waits until all ``size`` have."""
+  with open(f"{prefix}.{rank}", "w", encoding="utf-8"):
+    pass
+  deadline = time.monotonic() + wait_s
+  while (not all(os.path.exists(f"{prefix}.{i}") for i in range(size))
+         and time.monotonic() < deadline):
+    time.sleep(0.05)
 
 
 def free_ports(count: int) -> list[int]:
@@ -151,6 +175,8 @@ def run(commands: Sequence[Sequence[str]], names: Sequence[str], *, timeout: flo
   ``idle_timeout`` s, or the run past ``timeout`` s), after killing all.
   """
   processes = []
+  meeting = tempfile.TemporaryDirectory(prefix="crossgrad-launch-")
+  env = dict(os.environ if env is None else env, **{MEETING_ENV: meeting.name})
   try:
     for name, command in zip(names, commands):
       index = len(processes)
@@ -173,3 +199,4 @@ def run(commands: Sequence[Sequence[str]], names: Sequence[str], *, timeout: flo
     return ["".join(p.stdout) for p in processes]
   finally:
     _kill(processes)
+    meeting.cleanup()

@@ -191,7 +191,9 @@ def _main_processes():
     part = processes.train(flag.worker, _problem(flag.seed), flag.steps, flag.process_id,
                            flag.processes, ports, QUANTIZE)
     print(json.dumps(part), flush=True)
-    launch.exit_worker(0)  # Reported: torch's gloo teardown may abort a finished run.
+    # Reported: torch's gloo teardown may abort a finished run; TF's peers may still use it.
+    launch.exit_worker(0, group=f"{flag.worker}-{flag.processes}", rank=flag.process_id,
+                       size=flag.processes)
   log = lambda line: print(line, file=sys.stderr, flush=True)
   try:
     results = run_processes(flag.processes, flag.steps, flag.seed,

@@ -18,8 +18,6 @@ gradients of every op to ``--out/<framework>_<process>.npz``:
 from __future__ import annotations
 
 import functools
-import os
-import time
 
 import numpy as np
 
@@ -189,18 +187,8 @@ def _main(argv):
           saved[f"{op.name}|{index}|{placement}|weight|{k}"] = w
       print(f"{op.name} {index} done", flush=True)
   np.savez(f"{f.out}/{f.framework}_{f.process_id}.npz", **saved)
-  _wait_for_peers(f.out, f.framework, f.processes)
-  launch.exit_worker(0)  # Saved: torch's gloo teardown may abort a finished run.
-
-
-def _wait_for_peers(out, framework, processes, timeout_s=120.0):
-  """Returns once every process has saved (so has finished its collectives), or after
-  ``timeout_s``: a worker that exits at once can close the socket a peer's last TensorFlow
-  collective still uses ("Collective ops is aborted by: Socket closed", seen under load)."""
-  paths = [f"{out}/{framework}_{i}.npz" for i in range(processes)]
-  deadline = time.monotonic() + timeout_s
-  while not all(os.path.exists(path) for path in paths) and time.monotonic() < deadline:
-    time.sleep(0.05)
+  # Saved: torch's gloo teardown may abort a finished run; TF's peers may still be using it.
+  launch.exit_worker(0, group=f.framework, rank=f.process_id, size=f.processes)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -149,3 +150,30 @@ def test_a_worker_that_exits_skips_a_teardown_that_would_abort_it():
                            capture_output=True, check=False)
   assert (done.returncode, done.stdout) == (0, "result")
   assert control.returncode == -signal.SIGABRT
+
+
+def test_a_worker_of_a_group_exits_only_once_its_peers_have_finished(tmp_path):
+  """`launch.exit_worker(group=...)`: rank 0 of 2 waits at the meeting folder `run` names
+  until rank 1 arrives, then exits with its status; outside `run` it waits for nobody."""
+  script = ("from crossgrad.distributed import launch; print('done', flush=True); "
+            "launch.exit_worker(3, group='tf', rank=0, size=2)")
+  env = dict(os.environ, **{launch.MEETING_ENV: str(tmp_path)})
+  waiting = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                             text=True)
+  assert waiting.stdout.readline() == "done\n"
+  time.sleep(1.0)
+  assert waiting.poll() is None and (tmp_path / "tf.0").exists()
+  (tmp_path / "tf.1").touch()  # Rank 1 arrives.
+  assert waiting.wait(timeout=30) == 3
+  alone = dict(os.environ)
+  alone.pop(launch.MEETING_ENV, None)
+  assert subprocess.run([sys.executable, "-c", script], env=alone, capture_output=True,
+                        timeout=30, check=False).returncode == 3
+
+
+def test_run_gives_its_processes_a_meeting_folder_and_removes_it():
+  script = (f"import os; folder = os.environ[{launch.MEETING_ENV!r}]; "
+            "print(folder, os.path.isdir(folder))")
+  (out,) = launch.run([[sys.executable, "-c", script]], ["meeting"])
+  folder, exists = out.split()
+  assert exists == "True" and not os.path.exists(folder)
