@@ -142,9 +142,14 @@ def _docstring(name: str) -> str:
   path = _PACKAGE / f"{name}.py"
   if not path.exists():
     return ""
-  kept = []
+  kept, command_indent = [], None
   for line in (ast.get_docstring(ast.parse(path.read_text())) or "").splitlines():
+    indent = len(line) - len(line.lstrip())
+    if command_indent is not None and line.strip() and indent > command_indent:
+      continue  # A command's continuation line.
+    command_indent = None
     if re.match(r"\s+python -m ", line):
+      command_indent = indent
       last = max((i for i, text in enumerate(kept) if text.strip()), default=None)
       if last is not None and kept[last].endswith(":"):  # "... as follows:" lost its end.
         kept[last] = kept[last][:-1] + "."

@@ -113,3 +113,5 @@ def test_the_intro_is_the_module_docstring_without_its_commands():
   intro = docs_tables._docstring("tf1_port_overhead")  # pylint: disable=protected-access
   assert intro.startswith("What a port costs") and "python -m" not in intro
   assert not intro.endswith(":")
+  intro = docs_tables._docstring("check_cost")  # Its command goes on to a second line.
+  assert intro.startswith("What checking costs") and "--threads" not in intro.split("\n\n")[1]
