@@ -103,7 +103,6 @@ class Forward:
 
 
 _SEEN_LIMIT = 256  # Signatures an op core remembers as checked (then it starts afresh).
-SPECS_LIMIT = 4096  # (shape, dtype) pairs an adapter's ``spec_of`` keeps one spec for.
 
 
 class OpCore:

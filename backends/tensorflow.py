@@ -115,19 +115,10 @@ xp = Namespace(NAME, tensorflow_array_api, extensions={
 tensorflow_array.use_namespace(xp)
 
 
-_SPECS: dict[tuple, validation.ArraySpec] = {}
-
-
 def spec_of(x: Any) -> validation.ArraySpec:
-  """One `ArraySpec` object per (shape, dtype): the op core's checks of each call find
-  theirs by identity, and TensorFlow's Python ``DType.name`` runs once."""
   shape = x.shape
-  key = (None if shape.rank is None else tuple(shape.as_list()), x.dtype)
-  return base.interned(_SPECS, key, _new_spec, op_core.SPECS_LIMIT)
-
-
-def _new_spec(key: tuple[tuple[int | None, ...] | None, tf.DType]) -> validation.ArraySpec:
-  return validation.ArraySpec(key[0], tf.as_dtype(key[1]).name)
+  return validation.ArraySpec(None if shape.rank is None else tuple(shape.as_list()),
+                              tf.as_dtype(x.dtype).name)
 
 
 def _key_of(x: Any) -> tuple:

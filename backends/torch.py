@@ -227,6 +227,7 @@ _DTYPE_NAMES = {dtype: name for name, dtype in _DTYPES.items()}
 
 
 def spec_of(x: Any) -> validation.ArraySpec:
+  """Static shape and dtype of a tensor (at trace time too)."""
   name = _DTYPE_NAMES.get(x.dtype) or str(x.dtype).removeprefix("torch.")
   return validation.ArraySpec(tuple(x.shape), name)
 
