@@ -18,7 +18,6 @@ import torch
 
 from crossgrad.backends import torch as backend
 from crossgrad.bernoulli import random_bits
-from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.ops import bernoulli_mask as op
 
@@ -91,20 +90,8 @@ def bernoulli_mask(p: Any, features: Any, u: Any) -> torch.Tensor:
   `CrossgradError`; under `torch.compile` and `torch.func` transforms only shapes and
   dtypes are checked and the mask saturates (``p >= 1`` keeps, ``p <= 0`` and NaN drop).
   """
-  _check_values(p, u)
+  op.check_values(p, u, backend=backend.NAME)
   return _OP(p, features, u)
-
-
-def _check_values(p: Any, u: Any = None) -> None:
-  """`op.check_values` of eager tensors, which reads them through NumPy only when their
-  range (`validation.concrete_bounds`: one torch reduction each) is out of bounds."""
-  p_bounds = validation.concrete_bounds(p)
-  u_bounds = None if u is None else validation.concrete_bounds(u)
-  if ((p_bounds is None or 0 <= p_bounds[0] and p_bounds[1] <= 1)
-      and (u_bounds is None or 0 <= u_bounds[0] and u_bounds[1] < 1)):
-    return  # A NaN bound compares False: it goes on to the full check.
-  op.check_values(validation.concrete_values(p),
-                  None if u is None else validation.concrete_values(u), backend=backend.NAME)
 
 
 def key(seed: Any, device: Any = None) -> torch.Tensor:
@@ -154,6 +141,6 @@ def bernoulli_mask_sampled(p: Any, features: Any, seed: Any, *,
   ``bernoulli_mask_sampled(..., generator="threefry")`` from the same seed.
   ``example_offset``: the global index of ``p``'s first row (`uniform_noise`)."""
   p = torch.as_tensor(p)
-  _check_values(p)
+  op.check_values(p, backend=backend.NAME)
   return _OP(p, features, uniform_noise(p.shape, seed, p.dtype, device=p.device,
                                                 example_offset=example_offset))

@@ -68,12 +68,16 @@ def _check_inputs(specs):
 def check_values(p, u=None, *, backend: str | None = None):
   """Raises `CrossgradError` unless ``p`` lies in [0, 1] and ``u`` (if given) in [0, 1).
 
-  For concrete (eager) values only; NaN counts as out of range.
+  For arrays of any backend or NumPy; one whose values are traced is not checked. NaN
+  counts as out of range. Each array's range comes first (`validation.concrete_bounds`, one
+  reduction in its framework); its values are read only to name a bad one.
   """
-  for name, values, upper, closed in (("p", p, 1.0, True), ("u", u, 1.0, False)):
-    if values is None:
-      continue
-    values = np.asarray(values, np.float64)
+  for name, x, upper, closed in (("p", p, 1.0, True), ("u", u, 1.0, False)):
+    bounds = None if x is None else validation.concrete_bounds(x)
+    if bounds is None or (0 <= bounds[0] and (bounds[1] <= upper if closed
+                                              else bounds[1] < upper)):
+      continue  # A NaN bound compares False: it goes on to name the bad value.
+    values = np.asarray(validation.concrete_values(x), np.float64)
     inside = (values >= 0) & ((values <= upper) if closed else (values < upper))
     if not inside.all():
       index = tuple(int(i) for i in np.argwhere(~inside)[0])
