@@ -72,6 +72,10 @@ def _take(x, indices, /, *, axis=None):
   axis = namespace.take_axis(NAME, rank, axis)
   size = x.shape[axis] if x.shape[axis] is not None else tf.shape(
       x, out_type=indices.dtype)[axis]
+  if isinstance(size, int) and size == 0:  # No index is in [0, 0): zeros (gather raises).
+    shape = x.shape[:axis].concatenate(indices.shape).concatenate(x.shape[axis + 1:])
+    return tf.zeros(shape.as_list() if shape.is_fully_defined() else tf.concat(
+        [tf.shape(x)[:axis], tf.shape(indices), tf.shape(x)[axis + 1:]], axis=0), x.dtype)
   # In range as one unsigned comparison: a negative index bitcasts past any size.
   unsigned = tf.uint32 if indices.dtype == tf.int32 else tf.uint64
   valid = tf.bitcast(indices, unsigned) < (

@@ -85,6 +85,8 @@ def _take(x, indices, axis=0):
   if indices.dtype not in (torch.int32, torch.int64):  # Any integer dtype, as the standard's:
     indices = indices.to(torch.int64)  # index_select takes int32/64 (nor compares uint16-64).
   axis %= x.ndim
+  if x.shape[axis] == 0:  # Every index is outside [0, 0): zeros, where index_select raises.
+    return x.new_zeros(x.shape[:axis] + indices.shape + x.shape[axis + 1:])
   valid = (indices >= 0) & (indices < x.shape[axis])
   flat = torch.where(valid, indices, 0).reshape(-1)
   picked = torch.index_select(x, axis, flat).reshape(

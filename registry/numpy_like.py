@@ -25,6 +25,8 @@ def take(np_like: Any, backend: str, x, indices, /, *, axis=None):
   """``take`` under crossgrad's bad-index rule: zeros outside [0, n), never an error or NaN."""
   x, indices = np_like.asarray(x), np_like.asarray(indices)
   axis = namespace.take_axis(backend, x.ndim, axis)
+  if x.shape[axis] == 0:  # Every index is outside [0, 0): zeros, where NumPy and JAX raise.
+    return np_like.zeros(x.shape[:axis] + indices.shape + x.shape[axis + 1:], x.dtype)
   valid = (indices >= 0) & (indices < x.shape[axis])
   picked = np_like.take(x, np_like.where(valid, indices, 0), axis=axis, mode="clip")
   mask = np_like.reshape(valid, (1,) * axis + valid.shape + (1,) * (x.ndim - axis - 1))

@@ -20,10 +20,13 @@ X = np.arange(15, dtype=np.float32).reshape(5, 3) + 1.0
 # The first and last indices are where a backend may park bad indices (TF clamps them):
 # their non-finite values must not leak.
 X[0] = X[-1] = [np.nan, np.inf, -np.inf]
-CASES = (  # (indices, axis)
-    (np.array([[-6, -1, 0], [2, 4, 5], [7, 100, 3]], np.int32), 0),
-    (np.array([-1, 0, 2, 3], np.int64), 1),
-    (np.array([2, -4, 9], np.int32), -1),
+EMPTY_ROWS, EMPTY_COLUMNS = np.zeros((0, 3), np.float32), np.zeros((2, 0), np.float32)
+CASES = (  # (x, indices, axis); on an empty axis no index is in range.
+    (X, np.array([[-6, -1, 0], [2, 4, 5], [7, 100, 3]], np.int32), 0),
+    (X, np.array([-1, 0, 2, 3], np.int64), 1),
+    (X, np.array([2, -4, 9], np.int32), -1),
+    (EMPTY_ROWS, np.array([0, -1, 2], np.int32), 0),
+    (EMPTY_COLUMNS, np.array([[0], [1]], np.int64), 1),
 )
 
 
@@ -31,7 +34,7 @@ def rule(x, indices, axis):
   """x's slices along ``axis`` at ``indices``; zeros for an index outside [0, n)."""
   axis %= x.ndim
   rows = np.moveaxis(x, axis, 0)
-  slices = [rows[i] if 0 <= i < rows.shape[0] else np.zeros_like(rows[0])
+  slices = [rows[i] if 0 <= i < rows.shape[0] else np.zeros(rows.shape[1:], x.dtype)
             for i in indices.reshape(-1)]
   out = np.stack(slices).reshape(indices.shape + rows.shape[1:])
   k = indices.ndim  # The index dimensions go where the axis was.
@@ -44,7 +47,7 @@ def _tensorflow(device, mode):
   if mode != "eager":
     fn = tf.function(fn, jit_compile=(mode == "jit"), autograph=False)
   with tf.device("/device:" + device.upper()):
-    return [fn(tf.constant(X), tf.constant(i), axis).numpy() for i, axis in CASES]
+    return [fn(tf.constant(x), tf.constant(i), axis).numpy() for x, i, axis in CASES]
 
 
 def _jax(device, mode):
@@ -53,25 +56,25 @@ def _jax(device, mode):
   if mode == "jit":
     fn = jax.jit(fn, static_argnums=2)
   target = cg.jax.find_device(device)
-  return [np.asarray(fn(jax.device_put(X, target), jax.device_put(i, target), axis))
-          for i, axis in CASES]
+  return [np.asarray(fn(jax.device_put(x, target), jax.device_put(i, target), axis))
+          for x, i, axis in CASES]
 
 
 def _torch(device, mode):
   import torch  # pylint: disable=g-import-not-at-top
-  def every_case(x, *indices):
-    return [cg.torch.xp.take(x, i, axis=axis) for i, (_, axis) in zip(indices, CASES)]
+  def every_case(*arrays):
+    return [cg.torch.xp.take(x, i, axis=axis)
+            for x, i, (_, _, axis) in zip(arrays[::2], arrays[1::2], CASES)]
   if mode == "compile":
     every_case = torch.compile(every_case, fullgraph=True)
   target = cg.torch.find_device(device)
-  outs = every_case(torch.as_tensor(X, device=target),
-                    *(torch.as_tensor(i, device=target) for i, _ in CASES))
+  outs = every_case(*(torch.as_tensor(a, device=target) for x, i, _ in CASES for a in (x, i)))
   return [o.cpu().numpy() for o in outs]
 
 
 def take_everywhere():
   """{backend/device/mode: results of every case} on every device each framework sees."""
-  results = {"numpy/cpu:0/eager": [cg.numpy.xp.take(X, i, axis=a) for i, a in CASES]}
+  results = {"numpy/cpu:0/eager": [cg.numpy.xp.take(x, i, axis=a) for x, i, a in CASES]}
   for name, run in (("tensorflow", _tensorflow), ("jax", _jax), ("torch", _torch)):
     module = getattr(cg, name)
     for device in module.devices():
@@ -82,8 +85,8 @@ def take_everywhere():
 
 def _assert_rule(results):
   for where, outs in results.items():
-    for (indices, axis), got in zip(CASES, outs):
-      np.testing.assert_array_equal(got, rule(X, indices, axis), err_msg=where)
+    for (x, indices, axis), got in zip(CASES, outs):
+      np.testing.assert_array_equal(got, rule(x, indices, axis), err_msg=where, strict=True)
 
 
 def test_take_follows_the_rule_on_every_device_here():
