@@ -33,7 +33,7 @@ from torch.autograd import forward_ad
 from torch.utils import _pytree as pytree
 
 from crossgrad.backends import base, op_core, torch_array_api
-from crossgrad.registry import broadcasting, validation
+from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import CONSTANTS, EXTENSIONS, FUNCTIONS, Namespace
 from crossgrad.registry.opdef import OpDef
@@ -78,13 +78,13 @@ def _tensor(x: Any, like: torch.Tensor | None = None) -> torch.Tensor:
 
 # crossgrad's extensions (crossgrad.registry.namespace), the same rules in every backend.
 
-def _take(x, indices, axis=0):
+def _take(x, indices, /, *, axis=None):
   """Slices of ``x`` at ``indices`` along ``axis``; zeros where an index is outside [0, n)."""
   x = _tensor(x)
   indices = _tensor(indices, x)
   if indices.dtype not in (torch.int32, torch.int64):  # Any integer dtype, as the standard's:
     indices = indices.to(torch.int64)  # index_select takes int32/64 (nor compares uint16-64).
-  axis %= x.ndim
+  axis = namespace.take_axis(NAME, x.ndim, axis)
   if x.shape[axis] == 0:  # Every index is outside [0, 0): zeros, where index_select raises.
     return x.new_zeros(x.shape[:axis] + indices.shape + x.shape[axis + 1:])
   valid = (indices >= 0) & (indices < x.shape[axis])

@@ -200,14 +200,18 @@ def test_linalg_holds_only_the_standard_extension():
 
 def test_take_keeps_the_standard_for_in_range_indices_and_reads_zero_outside():
   x = np.arange(12.0).reshape(3, 4)
-  for backend in BACKENDS:
+  for backend in (*BACKENDS, "torch"):
     xp = getattr(cg, backend).xp
-    arrays = _as_backend(backend, [x]) if backend != "numpy" else [x]
-    np.testing.assert_array_equal(xp.take(arrays[0], np.array([2, 0]), axis=1), x[:, [2, 0]])
-    np.testing.assert_array_equal(xp.take(arrays[0], np.array([-1, 3]), axis=0),
+    array, scalar = _as_backend(backend, [x, np.array(1.0)]) if backend != "numpy" else [
+        x, np.array(1.0)]
+    np.testing.assert_array_equal(xp.take(array, np.array([2, 0]), axis=1), x[:, [2, 0]])
+    np.testing.assert_array_equal(xp.take(array, np.array([-1, 3]), axis=0),
                                   [[0.0] * 4, [0.0] * 4])
-    with pytest.raises(cg.CrossgradError, match="needs an axis of x"):
-      xp.take(arrays[0], np.array([0]))
+    for no_axis in (array, scalar):  # Only a 1-D x may leave the axis out.
+      with pytest.raises(cg.CrossgradError, match="needs an axis of x"):
+        xp.take(no_axis, np.array([0]))
+    with pytest.raises(TypeError):  # The axis is keyword-only, as in the standard.
+      xp.take(array, np.array([0]), 1)  # pylint: disable=too-many-function-args
 
 
 def test_extensions_must_match_the_documented_list():
