@@ -102,7 +102,7 @@ def _segment_ids(segment_ids, data, num_segments):
   return torch.where(inside, ids, num_segments).to(torch.int64)
 
 
-def _segment_sum(data, segment_ids, num_segments):
+def _segment_sum(data, segment_ids, /, num_segments):
   data = _tensor(data)
   ids = _segment_ids(segment_ids, data, num_segments)
   out = torch.zeros((num_segments + 1,) + tuple(data.shape[1:]), dtype=data.dtype,
@@ -114,7 +114,7 @@ def _largest(dtype: torch.dtype):
   return (torch.finfo(dtype).max if dtype.is_floating_point else torch.iinfo(dtype).max)
 
 
-def _segment_min(data, segment_ids, num_segments):
+def _segment_min(data, segment_ids, /, num_segments):
   data = _tensor(data)
   ids = _segment_ids(segment_ids, data, num_segments)
   ids = ids.reshape((-1,) + (1,) * (data.ndim - 1)).expand(data.shape)
@@ -123,12 +123,12 @@ def _segment_min(data, segment_ids, num_segments):
   return out.scatter_reduce(0, ids, data, "amin")[:num_segments]
 
 
-def _one_hot(labels, depth, dtype):
-  labels = _tensor(labels)
-  return (labels.unsqueeze(-1) == torch.arange(depth, device=labels.device)).to(as_dtype(dtype))
+def _one_hot(x, num_classes, /, *, dtype):
+  x = _tensor(x)
+  return (x.unsqueeze(-1) == torch.arange(num_classes, device=x.device)).to(as_dtype(dtype))
 
 
-def _unbroadcast(x, like):
+def _unbroadcast(x, like, /):
   x = _tensor(x)
   if x.shape == like.shape:  # Nothing was broadcast: no kernel.
     return x

@@ -1,5 +1,7 @@
 """Every backend's ``xp`` is the Array API standard 2024.12 plus crossgrad's extensions."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -86,6 +88,16 @@ def test_every_extension_has_a_case():
                                        "unbroadcast"}
   assert set(namespace.EXTENSIONS) <= set(CALLS)
   assert set(CALLS) <= set(namespace.FUNCTIONS) | set(namespace.EXTENSIONS)
+
+
+@pytest.mark.parametrize("backend", (*BACKENDS, "torch"))
+def test_extensions_have_the_documented_signatures(backend):
+  """An op that calls an extension as its documentation says runs in every backend: no
+  backend names a parameter otherwise or takes it positionally where others do not."""
+  xp = getattr(cg, backend).xp
+  for name, doc in namespace.EXTENSIONS.items():
+    documented = doc.split(":", 1)[0]
+    assert f"{name}{inspect.signature(getattr(xp, name))}" == documented, backend
 
 
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
