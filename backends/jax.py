@@ -20,7 +20,7 @@ import numpy as np
 from jax.extend import core as jex
 
 from crossgrad.backends import base, jax_array_api, jax_export, jax_linear, op_core
-from crossgrad.registry import numpy_like, validation
+from crossgrad.registry import namespace, numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
@@ -41,6 +41,7 @@ def _one_hot(x, num_classes, /, *, dtype):
 
 
 def _segment_min(data, segment_ids, /, num_segments):
+  namespace.check_segment_ids(NAME, "segment_min", jnp.shape(data), jnp.shape(segment_ids))
   out = jax.ops.segment_min(data, segment_ids, num_segments)
   if jnp.issubdtype(out.dtype, jnp.floating):  # Empty segments hold inf in JAX.
     out = jnp.minimum(out, jnp.finfo(out.dtype).max)
@@ -48,6 +49,7 @@ def _segment_min(data, segment_ids, /, num_segments):
 
 
 def _segment_sum(data, segment_ids, /, num_segments):
+  namespace.check_segment_ids(NAME, "segment_sum", jnp.shape(data), jnp.shape(segment_ids))
   return jax.ops.segment_sum(data, segment_ids, num_segments)  # Drops out-of-range ids.
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from crossgrad.backends import base, op_core
-from crossgrad.registry import numpy_like, validation
+from crossgrad.registry import namespace, numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
 from crossgrad.registry.opdef import OpDef
@@ -23,9 +23,10 @@ def _one_hot(x, num_classes, /, *, dtype):
   return (np.asarray(x)[..., None] == np.arange(num_classes)).astype(dtype)
 
 
-def _segment(reduce_at, fill):
+def _segment(name, reduce_at, fill):
   def segment(data, segment_ids, /, num_segments):
     data, ids = np.asarray(data), np.asarray(segment_ids)
+    namespace.check_segment_ids(NAME, name, data.shape, ids.shape)
     out = np.full((num_segments,) + data.shape[1:], fill(data.dtype), data.dtype)
     keep = (ids >= 0) & (ids < num_segments)
     reduce_at(out, ids[keep], data[keep])
@@ -72,8 +73,8 @@ xp = Namespace(
     NAME, np,
     extensions={
         "take": functools.partial(numpy_like.take, np, NAME),
-        "segment_sum": _segment(np.add.at, lambda dtype: 0),
-        "segment_min": _segment(np.minimum.at, _largest),
+        "segment_sum": _segment("segment_sum", np.add.at, lambda dtype: 0),
+        "segment_min": _segment("segment_min", np.minimum.at, _largest),
         "one_hot": _one_hot,
         "unbroadcast": functools.partial(numpy_like.unbroadcast, np)},
     overrides={"argsort": _argsort, "sort": _sort, "iinfo": _info(np.iinfo), "clip": _clip,

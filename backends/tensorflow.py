@@ -94,12 +94,14 @@ def _take(x, indices, /, *, axis=None):
   return tf.where(tf.reshape(valid, mask_shape), picked, _const(0, picked.dtype))
 
 
-def _segment(reduce):
+def _segment(name, reduce):
   def segment(data, segment_ids, /, num_segments):
+    data, ids = _as_tensor(data), _as_tensor(segment_ids)
+    if data.shape.rank is not None and ids.shape.rank is not None:
+      namespace.check_segment_ids(NAME, name, data.shape.as_list(), ids.shape.as_list())
     # TensorFlow documents that rows with a negative id are dropped on every device
     # (ids >= num_segments raise on CPU), so the ids past the end are made -1 (one
     # comparison and one select: each is an op of its own eagerly).
-    ids = tf.convert_to_tensor(segment_ids)
     return reduce(data, tf.where(ids < num_segments, ids, _const(-1, ids.dtype)), num_segments)
   return segment
 
@@ -118,10 +120,12 @@ def _segment_min_propagating_nan(data, segment_ids, num_segments):
 
 xp = Namespace(NAME, tensorflow_array_api, extensions={
     "take": _take,
-    "segment_sum": _segment(tf.math.unsorted_segment_sum),
+    "segment_sum": _segment("segment_sum", tf.math.unsorted_segment_sum),
     # Empty segments hold the dtype's largest value, as documented.
-    "segment_min": _segment(_segment_min_propagating_nan),
-    "one_hot": lambda x, num_classes, /, *, dtype: tf.one_hot(x, num_classes, dtype=dtype),
+    "segment_min": _segment("segment_min", _segment_min_propagating_nan),
+    # On and off values of the dtype: TF's defaults (1, 0) do not convert to bool.
+    "one_hot": lambda x, num_classes, /, *, dtype: tf.one_hot(
+        x, num_classes, on_value=_const(1, dtype), off_value=_const(0, dtype), dtype=dtype),
     "unbroadcast": _unbroadcast,
 })
 tensorflow_array.use_namespace(xp)

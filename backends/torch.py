@@ -95,16 +95,17 @@ def _take(x, indices, /, *, axis=None):
   return torch.where(mask, picked, torch.zeros((), dtype=x.dtype, device=x.device))
 
 
-def _segment_ids(segment_ids, data, num_segments):
+def _segment_ids(name, segment_ids, data, num_segments):
   """Ids as int64 with every id outside [0, num_segments) sent to the spare row."""
   ids = _tensor(segment_ids, data)
+  namespace.check_segment_ids(NAME, name, data.shape, ids.shape)
   inside = (ids >= 0) & (ids < num_segments)
   return torch.where(inside, ids, num_segments).to(torch.int64)
 
 
 def _segment_sum(data, segment_ids, /, num_segments):
   data = _tensor(data)
-  ids = _segment_ids(segment_ids, data, num_segments)
+  ids = _segment_ids("segment_sum", segment_ids, data, num_segments)
   out = torch.zeros((num_segments + 1,) + tuple(data.shape[1:]), dtype=data.dtype,
                     device=data.device)
   return out.index_add(0, ids, data)[:num_segments]
@@ -116,7 +117,7 @@ def _largest(dtype: torch.dtype):
 
 def _segment_min(data, segment_ids, /, num_segments):
   data = _tensor(data)
-  ids = _segment_ids(segment_ids, data, num_segments)
+  ids = _segment_ids("segment_min", segment_ids, data, num_segments)
   ids = ids.reshape((-1,) + (1,) * (data.ndim - 1)).expand(data.shape)
   out = torch.full((num_segments + 1,) + tuple(data.shape[1:]), _largest(data.dtype),
                    dtype=data.dtype, device=data.device)

@@ -24,7 +24,7 @@ the standard's `take`, a negative index reads zero instead of counting from the 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from crossgrad.registry.errors import CrossgradError
 
@@ -195,6 +195,19 @@ class Namespace(_Group):
   @property
   def backend(self) -> str:
     return self._backend
+
+
+def check_segment_ids(backend: str, name: str, data_shape: Sequence[int | None],
+                      ids_shape: Sequence[int | None]) -> None:
+  """What ``segment_sum`` and ``segment_min`` reduce: the rows of ``data`` (axis 0), one
+  id each, so ``segment_ids`` is 1-D with a length of ``data.shape[0]`` (None: unknown)."""
+  rows = data_shape[0] if len(data_shape) else None
+  if not (len(data_shape) and len(ids_shape) == 1
+          and (None in (rows, ids_shape[0]) or ids_shape[0] == rows)):
+    raise CrossgradError(f"xp.{name} reduces the rows of data (axis 0), one id per row",
+                         backend=backend, argument="segment_ids",
+                         expected=f"shape ({rows},) for data of shape {tuple(data_shape)}",
+                         actual=f"shape {tuple(ids_shape)}")
 
 
 def take_axis(backend: str, ndim: int, axis: int | None) -> int:

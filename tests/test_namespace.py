@@ -138,6 +138,8 @@ def test_segment_min_propagates_nan_in_every_backend_and_mode(backend, compiled)
 
 
 def _as_backend(backend, arrays):
+  if backend == "numpy":
+    return list(arrays)
   if backend == "torch":
     import torch  # pylint: disable=g-import-not-at-top
     return [torch.as_tensor(a) for a in arrays]
@@ -224,6 +226,31 @@ def test_take_keeps_the_standard_for_in_range_indices_and_reads_zero_outside():
         xp.take(no_axis, np.array([0]))
     with pytest.raises(TypeError):  # The axis is keyword-only, as in the standard.
       xp.take(array, np.array([0]), 1)  # pylint: disable=too-many-function-args
+
+
+@pytest.mark.parametrize("backend", (*BACKENDS, "torch"))
+def test_segment_ids_must_be_one_per_row_of_data(backend):
+  xp = getattr(cg, backend).xp
+  data, ok, matrix, short = _as_backend(backend, [
+      np.ones((3, 2), np.float32), np.array([0, 1, 1]), np.array([[0, 1, 1]]),
+      np.array([0, 1])])
+  for name in ("segment_sum", "segment_min"):
+    np.testing.assert_array_equal(getattr(xp, name)(data, ok, 2), [[1.0, 1.0], [1.0, 1.0]]
+                                  if name == "segment_min" else [[1.0, 1.0], [2.0, 2.0]])
+    for bad, shape in ((matrix, r"\(1, 3\)"), (short, r"\(2,\)")):
+      with pytest.raises(cg.CrossgradError, match=rf"xp\.{name} reduces the rows of data .* "
+                         rf"expected shape \(3,\) for data of shape \(3, 2\), got shape {shape}"):
+        getattr(xp, name)(data, bad, 2)
+
+
+@pytest.mark.parametrize("backend", (*BACKENDS, "torch"))
+def test_one_hot_makes_every_dtype_bool_included(backend):
+  xp = getattr(cg, backend).xp
+  (labels,) = _as_backend(backend, [np.array([2, -1, 0])])
+  for dtype in (xp.bool, xp.int32, xp.float32):
+    got = xp.one_hot(labels, 3, dtype=dtype)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(np.asarray(got), [[0, 0, 1], [0, 0, 0], [1, 0, 0]])
 
 
 def test_extensions_must_match_the_documented_list():

@@ -44,6 +44,12 @@ def _binary(fn):
   return lambda ns, op, a, b: fn(ns, a, b)
 
 
+def _unsorted_segment_sum(ns, op, data, ids, n):
+  """TF's ids may shape any leading axes of data; xp.segment_sum takes one id per row."""
+  rows = tuple(data.shape[len(ids.shape):])
+  return ns.segment_sum(ns.reshape(data, (-1, *rows)), ns.reshape(ids, (-1,)), int(n))
+
+
 def _select(ns, op, cond, a, b):
   if op.type == "Select" and np.ndim(cond) == 1 and np.ndim(a) > 1:  # TF1's row select.
     cond = ns.reshape(cond, (-1,) + (1,) * (np.ndim(a) - 1))
@@ -122,7 +128,7 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     "Min": _reduction("min"),
     "AddN": lambda ns, op, *xs: sum(xs[1:], xs[0]),
     "MatMul": _matmul, "ConcatV2": _concat, "Pack": _pack,
-    "UnsortedSegmentSum": lambda ns, op, data, ids, n: ns.segment_sum(data, ids, int(n)),
+    "UnsortedSegmentSum": _unsorted_segment_sum,
     "GatherV2": lambda ns, op, x, ids, axis: ns.take(x, ids, axis=int(axis)),
     "Shape": _shape_of("Shape"), "Size": _shape_of("Size"), "Rank": _shape_of("Rank"),
 }
