@@ -46,8 +46,10 @@ def _binary(fn):
 
 def _unsorted_segment_sum(ns, op, data, ids, n):
   """TF's ids may shape any leading axes of data; xp.segment_sum takes one id per row."""
-  rows = tuple(data.shape[len(ids.shape):])
-  return ns.segment_sum(ns.reshape(data, (-1, *rows)), ns.reshape(ids, (-1,)), int(n))
+  if len(ids.shape) != 1:  # Flattened: one id per row (1-D ids need no reshapes).
+    data = ns.reshape(data, (-1, *data.shape[len(ids.shape):]))
+    ids = ns.reshape(ids, (-1,))
+  return ns.segment_sum(data, ids, int(n))
 
 
 def _select(ns, op, cond, a, b):
