@@ -364,11 +364,12 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
     base.check_mode(NAME, transform, TRANSFORMS)
   validation.check_input_count(op, NAME, inputs)
   present = [k for k, c in enumerate(cotangent) if c is not None]
+  n_outputs = len(cotangent)  # Not the arrays: the compiled runner outlives this call.
 
   def run(fn, args, cots):
     def example(elems):
       args, given = elems
-      cots = [None] * len(cotangent)
+      cots = [None] * n_outputs
       for k, c in zip(present, given):
         cots[k] = c
       return _vjp(fn, op.diff_argnums, args, cots)
