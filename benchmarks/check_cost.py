@@ -16,7 +16,9 @@ The full check as users run it, ``python -m crossgrad.check`` in fresh processes
 empty compile cache) then warm (the cache the cold run left; docs/cross-check.md, "Compile
 caches across runs"), per ``--jobs`` count (`JOBS`). The `check_cost` table sets these
 figures against issue 27's targets: cold <= 60 s, warm <= 0.4 x cold, and one op's check
-at 1M elements <= 2 x at 1K for each backend alone (every row; `scaling_by_backend`).
+at 1M elements <= 2 x at 1K for each backend alone (every row; `scaling_by_backend`): the
+median of `BACKEND_RUNS` fresh processes, with the lowest and highest ratio (on a shared
+2-core machine one run's ratio varies by about 15% either way).
 ``--threads``: torch's intra-op threads in this process and in torch's own scaling process
 (`backend_scaling_rows`: each backend in a fresh one; default: torch's choice); one
 keeps a machine's other processes, which leave torch's second thread waiting for a core,
@@ -58,6 +60,7 @@ IMPORTS = (("crossgrad", "numpy"), ("crossgrad; crossgrad.tensorflow", "tensorfl
            ("crossgrad; crossgrad.jax", "jax"))
 PROBE_START = 64  # compute_gradient's smallest probe.
 BACKEND_SIZES = (1_000, 1_000_000)  # Each backend alone: 1M should cost <= 2x 1K.
+BACKEND_RUNS = 3  # Fresh processes per backend; the median ratio is kept.
 
 
 def _import_seconds(statement: str) -> float:
@@ -180,20 +183,37 @@ def backend_scaling_row(backend: str, sizes: Sequence[int], threads: int | None 
           *(seconds[n] for n in sizes), seconds[max(sizes)] / seconds[min(sizes)])
 
 
-def backend_scaling_rows(sizes: Sequence[int] = BACKEND_SIZES,
-                         threads: int | None = None) -> list[tuple]:
-  """`backend_scaling_row` of each backend in a fresh process with empty compile caches:
-  no size compiled before, nothing left by this process's earlier runs."""
+def _fresh_backend_scaling_row(backend: str, sizes: Sequence[int],
+                               threads: int | None) -> tuple:
+  """`backend_scaling_row` in a fresh process with empty compile caches: no size compiled
+  before, nothing left by this process's earlier runs."""
+  code = ("import json; from crossgrad.benchmarks import check_cost; print(json.dumps("
+          f"check_cost.backend_scaling_row({backend!r}, {list(sizes)!r}, {threads!r})))")
+  with tempfile.TemporaryDirectory() as cache:
+    environ = {**os.environ, "CROSSGRAD_CACHE_DIR": cache, "TORCHINDUCTOR_CACHE_DIR": cache}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=environ)
+  return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def backend_scaling_rows(sizes: Sequence[int] = BACKEND_SIZES, threads: int | None = None,
+                         runs: int = BACKEND_RUNS) -> list[tuple]:
+  """Per backend, the run with the median ratio of ``runs`` fresh-process
+  `backend_scaling_row` runs (rounds over all backends, so that a slow spell of a shared
+  machine does not land on one backend alone), with the lowest and highest ratio."""
   from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  backends = base.default_backends()
+  runs_of = {backend: [] for backend in backends}
+  for _ in range(runs):
+    for backend in backends:
+      runs_of[backend].append(_fresh_backend_scaling_row(backend, sizes, threads))
   rows = []
-  for backend in base.default_backends():
-    code = ("import json; from crossgrad.benchmarks import check_cost; print(json.dumps("
-            f"check_cost.backend_scaling_row({backend!r}, {list(sizes)!r}, {threads!r})))")
-    with tempfile.TemporaryDirectory() as cache:
-      environ = {**os.environ, "CROSSGRAD_CACHE_DIR": cache, "TORCHINDUCTOR_CACHE_DIR": cache}
-      out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True, env=environ)
-    rows.append(tuple(json.loads(out.stdout.strip().splitlines()[-1])))
+  for backend, measured in runs_of.items():
+    measured.sort(key=lambda row: row[-1])
+    backend, checks, _, *seconds, ratio = measured[len(measured) // 2]
+    status = "ok" if all(row[2] == "ok" for row in measured) else "FAIL"
+    rows.append((backend, checks, status, runs, measured[0][-1], measured[-1][-1],
+                 *seconds, ratio))
   return rows
 
 
@@ -285,8 +305,8 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
   header = ("what", "seconds", "baseline", "baseline s", "ratio")
   scaling_header = ("elements", "checks", "status", "seconds", "per param set", "numpy fd s",
                     "tensorflow s", "jax s", "reference+compare s")
-  backend_header = ("backend", "checks", "status", *(f"{n:,} elements s" for n in BACKEND_SIZES),
-                    "ratio")
+  backend_header = ("backend", "checks", "status", "runs", "lowest ratio", "highest ratio",
+                    *(f"{n:,} elements s" for n in BACKEND_SIZES), "ratio")
   gradient_header = ("elements", "compute_gradient s", "measured", "jacobians GB")
   gradient_rows = [(n, s, "yes" if m else "no (estimated)", jacobian_bytes(n) / 1e9)
                    for n, (s, m) in sorted(gradient["times"].items())]
@@ -295,7 +315,8 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
               "float32 and float64, both parameter sets", scaling_header, scaling, None)
   if by_backend:
     timing.emit("cross_check(['leaky_relu'], inputs=[x], backends=[backend]): each backend "
-                "alone, every row; ratio = largest size / smallest", backend_header,
+                "alone, every row; ratio = largest size / smallest, the median run's",
+                backend_header,
                 by_backend, None)
   timing.emit("tf.test.compute_gradient (TF only, float64, eager) by size", gradient_header,
               gradient_rows, None)

@@ -230,6 +230,28 @@ def test_sizes_flag_reads_comma_separated_integers():
   assert values.sizes is None
 
 
+def test_check_cost_keeps_each_backends_median_run(monkeypatch):
+  """Runs come in rounds over the backends; a backend's row is its median-ratio run, with
+  the lowest and highest ratio, and FAIL if any run failed."""
+  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  runs = {"jax": [(1.0, 2.5, "ok"), (1.0, 1.5, "ok"), (1.0, 3.0, "ok")],
+          "torch": [(2.0, 2.0, "ok"), (2.0, 3.0, "FAIL"), (2.0, 2.2, "ok")]}
+  order = []
+
+  def fake_run(backend, sizes, threads):
+    del threads
+    order.append(backend)
+    small, ratio, status = runs[backend][sum(b == backend for b in order) - 1]
+    return (backend, 7, status, small, small * ratio, ratio)
+
+  monkeypatch.setattr(base, "default_backends", lambda: ["jax", "torch"])
+  monkeypatch.setattr(check_cost, "_fresh_backend_scaling_row", fake_run)
+  assert check_cost.backend_scaling_rows((1, 2), runs=3) == [
+      ("jax", 7, "ok", 3, 1.5, 3.0, 1.0, 2.5, 2.5),
+      ("torch", 7, "FAIL", 3, 2.0, 3.0, 2.0, 4.4, 2.2)]
+  assert order == ["jax", "torch"] * 3
+
+
 def test_check_cost_sets_its_figures_against_issue_27s_targets():
   cache = [{"jobs": 1, "status": "ok", "cold s": 80.0, "warm s": 24.0, "warm / cold": 0.3},
            {"jobs": 2, "status": "ok", "cold s": 50.0, "warm s": 25.0, "warm / cold": 0.5}]
