@@ -210,7 +210,7 @@ def backend_scaling_rows(sizes: Sequence[int] = BACKEND_SIZES, threads: int | No
   rows = []
   for backend, measured in runs_of.items():
     measured.sort(key=lambda row: row[-1])
-    backend, checks, _, *seconds, ratio = measured[len(measured) // 2]
+    _, checks, _, *seconds, ratio = measured[len(measured) // 2]
     status = "ok" if all(row[2] == "ok" for row in measured) else "FAIL"
     rows.append((backend, checks, status, runs, measured[0][-1], measured[-1][-1],
                  *seconds, ratio))
@@ -316,8 +316,7 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
   if by_backend:
     timing.emit("cross_check(['leaky_relu'], inputs=[x], backends=[backend]): each backend "
                 "alone, every row; ratio = largest size / smallest, the median run's",
-                backend_header,
-                by_backend, None)
+                backend_header, by_backend, None)
   timing.emit("tf.test.compute_gradient (TF only, float64, eager) by size", gradient_header,
               gradient_rows, None)
   figures = targets(cache, by_backend)
