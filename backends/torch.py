@@ -344,6 +344,20 @@ def _is_flat(residuals) -> bool:
   return True
 
 
+def _returnable(output, inputs):
+  """An output as the Function's forward returns it. An input itself becomes a view of it
+  (torch's rule for an input returned as-is). Under forward-mode AD an input, or a view
+  (``reshape``, ``x[0]``), becomes a copy: torch requires the tangent of an output that
+  views an input to be a view of that input's tangent, which the op's rule need not be
+  (a gradient reversal's ``-g``: "the jvp is not returning a view")."""
+  is_input = _position(output, inputs) is not None
+  forward_mode = (not torch.compiler.is_compiling()  # The compiled Function has no jvp.
+                  and forward_ad._current_level >= 0)  # pylint: disable=protected-access
+  if forward_mode and (is_input or output._is_view()):
+    return output.clone()
+  return output.view_as(output) if is_input else output
+
+
 def _split_residuals(residuals, inputs, outputs):
   """Residual leaves as references to inputs and outputs, new tensors and constants."""
   flat = _is_flat(residuals)
@@ -413,8 +427,7 @@ def _forward_rules(index: int):
 
   def forward(*inputs):
     result = _CORES[index].forward(inputs)
-    # An input returned as an output must be a view of it (autograd.Function's rule).
-    outs = tuple([o if _position(o, inputs) is None else o.view_as(o) for o in result.outs])
+    outs = tuple([_returnable(o, inputs) for o in result.outs])
     new, layout = _split_residuals(result.residuals, inputs, outs)
     return (*outs, *new, (len(outs), result.specs, layout))
 

@@ -105,6 +105,42 @@ def test_forward_mode_and_compile_on_the_same_op():
   np.testing.assert_allclose(w.grad.numpy(), 2.0 * dw, rtol=1e-12)
 
 
+
+# Ops whose forward returns an input as-is or a view of it, with rules that are no view of
+# the input's tangent: a gradient reversal layer (DANN) and a scaled flatten.
+GRADIENT_REVERSAL = cg.OpDef(
+    name="torch_gradient_reversal", forward=lambda xp, x: (x, ()),
+    backward=lambda xp, r, g: (-0.5 * g,), gradient="surrogate",
+    surrogate=lambda xp, x: -0.5 * x, sample=lambda rng: (rng.standard_normal((2, 3)),))
+SCALED_FLATTEN = cg.OpDef(
+    name="torch_scaled_flatten", forward=lambda xp, x: (xp.reshape(x, (-1,)), (x.shape,)),
+    backward=lambda xp, r, g: (2.0 * xp.reshape(g, r[0]),), gradient="surrogate",
+    surrogate=lambda xp, x: 2.0 * xp.reshape(x, (-1,)),
+    sample=lambda rng: (rng.standard_normal((2, 3)),))
+
+
+@pytest.mark.parametrize("op, tangent_of", [
+    (GRADIENT_REVERSAL, lambda t: -0.5 * t), (SCALED_FLATTEN, lambda t: 2.0 * t.ravel())])
+def test_an_op_returning_its_input_or_a_view_of_it_keeps_its_forward_mode_rule(op, tangent_of):
+  """torch wants the tangent of an output that views an input to be a view of that input's
+  tangent, which these rules are not: forward mode raised "the jvp is not returning a view",
+  and the cross-check failed a correct gradient reversal. Under forward mode such an
+  output is a copy; otherwise still the view, as a hand-written Function returns it."""
+  fn = cg.torch.get(op)
+  x, t = _t(X[:2, :3]), RNG.standard_normal((2, 3))
+  with torch.autograd.forward_ad.dual_level():
+    y, y_dot = torch.autograd.forward_ad.unpack_dual(
+        fn(torch.autograd.forward_ad.make_dual(x, _t(t))))
+  np.testing.assert_array_equal(y.numpy(), X[:2, :3].reshape(y.shape))
+  np.testing.assert_allclose(y_dot.numpy(), tangent_of(t), rtol=1e-15)
+  _, y_dot = torch.func.jvp(fn, (x,), (_t(t),))
+  np.testing.assert_allclose(y_dot.numpy(), tangent_of(t), rtol=1e-15)
+  assert fn(x)._base is x  # Reverse mode: no copy.
+  report = cg.cross_check([op], backends=["torch"], dtypes=["float64"], modes=["eager"],
+                          devices=["cpu"])
+  assert report.ok, report.table(failures_only=True)
+  assert {r.check for r in report.rows} >= {"vjp", "jvp", "second_order"}
+
 def test_dynamo_refuses_the_function_with_jvp_hence_the_twin():
   full = cg.torch.get("leaky_relu").primitive.function
   with pytest.raises(Exception, match="Unsupported custom jvp"):
