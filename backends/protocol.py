@@ -81,11 +81,14 @@ class HigherOrder(Protocol):
     UNSUPPORTED_CHECKS: ``{(check, mode): reason}`` for a higher-order check a mode cannot
       compute, e.g. ``{("jvp", "export"): "..."}``.
 
-  One more optional member, a flag, is not part of this protocol (the cross-check reads it
+  Two more optional members, flags, are not part of this protocol (the cross-check reads them
   with a default of False): ``CONJUGATE_COMPLEX_GRADIENTS``, True where the framework's
   complex gradients are the conjugates of JAX's VJP (TensorFlow, torch; docs/dtypes.md);
   the cross-check then hands `evaluate` conjugated cotangents and conjugates the
-  cotangents it returns, to compare them with the reference's (JAX's convention).
+  cotangents it returns, to compare them with the reference's (JAX's convention). Another,
+  ``NARROWED_INTEGERS``: True where the framework makes 64-bit integers 32-bit outside a
+  64-bit `precision_scope` (JAX without x64: its ``argmax`` is int32, NumPy's int64); the
+  cross-check then compares such an integer output with the reference's by value.
   """
 
   EXTRA_MODES: tuple[str, ...]
@@ -159,4 +162,4 @@ MEMBERS = ("NAME", "VERSION", "MODES", "xp", "get", "spec_of", "devices", "evalu
 OPTIONAL_MEMBERS = ("EXTRA_MODES", "TRANSFORMS", "UNSUPPORTED_CHECKS", "evaluate_higher_order",
                     "evaluate_transformed", "ARRAY_MODULES", "set_cpu_device_count",
                     "enable_compile_cache", "compile_cache_stats", "warm_up",
-                    "CONJUGATE_COMPLEX_GRADIENTS")
+                    "CONJUGATE_COMPLEX_GRADIENTS", "NARROWED_INTEGERS")

@@ -348,6 +348,21 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
   return result
 
 
+_NARROWED = {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32)}
+
+
+def narrowing_undone(backend: Any, actual: Sequence[Any], expected: Sequence[Any]) -> list:
+  """``actual``, from ``backend``, for comparison with the reference's ``expected``. A
+  backend that makes 64-bit integers 32-bit (``NARROWED_INTEGERS``: JAX without x64, whose
+  ``argmax`` is int32 where NumPy's is int64) has each int32 (uint32) array where the
+  reference's is int64 (uint64) cast to it: its values are compared, not its width."""
+  if not getattr(backend, "NARROWED_INTEGERS", False):
+    return list(actual)
+  return [a if a is None or e is None
+          or _NARROWED.get(np.asarray(e).dtype) != np.asarray(a).dtype
+          else np.asarray(a).astype(np.asarray(e).dtype) for a, e in zip(actual, expected)]
+
+
 def _differences(a: np.ndarray, e: np.ndarray, elementwise: bool,
                  typical: Callable[[], float]):
   """One pair's (error, largest ULPs, flat index of the worst element, of the first one

@@ -594,7 +594,8 @@ def _mode_rows(target: _Target, context: RowContext, module, settings: _Settings
     first[context.mode] = (context.device, results)
   for check, got, want, names in ((Check.FORWARD, outputs, target.outputs, output_names),
                                   (Check.VJP, cts, target.cotangents, input_names)):
-    result = compare.compare(got, want, names, tolerance, bitwise=bitwise)
+    result = compare.compare(compare.narrowing_undone(module, got, want), want, names,
+                             tolerance, bitwise=bitwise)
     rows.append(context.row(check, result.error, tolerance, result.ok, result.note, seconds,
                             result.ulps))
   if settings.determinism:

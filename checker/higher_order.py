@@ -35,8 +35,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from crossgrad.backends import base
-from crossgrad.checker import finite_diff
-from crossgrad.checker.compare import is_floating
+from crossgrad.checker import compare, finite_diff
 from crossgrad.checker.report import Check, Row, RowContext
 from crossgrad.registry import validation
 from crossgrad.registry.opdef import OpDef
@@ -132,7 +131,7 @@ class Case:
                           else (*numpy_backend.vjp(self.op, *example, **self.params), None))
       outs = validation.as_tuple(out)
       cot = list(self.cotangent) if b == 0 else [
-          finite_diff.uniform(rng, o.shape, o.dtype) if is_floating(o.dtype) else None
+          finite_diff.uniform(rng, o.shape, o.dtype) if compare.is_floating(o.dtype) else None
           for o in outs]
       if b or cts is None:
         cts = vjp_fn(tuple(cot) if isinstance(out, tuple) else cot[0])
@@ -158,12 +157,12 @@ def _directions(op: OpDef, inputs, rng) -> list[np.ndarray | None]:
 
 def _wide(arrays) -> list[np.ndarray | None]:
   return [None if a is None else np.asarray(a, np.float64)
-          if is_floating(np.asarray(a).dtype) else np.asarray(a) for a in arrays]
+          if compare.is_floating(np.asarray(a).dtype) else np.asarray(a) for a in arrays]
 
 
 def _floating(outputs) -> list[np.ndarray]:
   return [np.asarray(o, np.float64) for o in validation.as_tuple(outputs)
-          if is_floating(np.asarray(o).dtype)]
+          if compare.is_floating(np.asarray(o).dtype)]
 
 
 def _step(arrays) -> float:
@@ -244,7 +243,7 @@ def reference_jvp(op: OpDef, params: dict, inputs, tangents, rng,
   x, t = _wide(inputs), _wide(tangents)
   outputs = validation.as_tuple(reference.get(op, **params)(*x) if outputs is None
                                 else outputs)
-  total = [np.zeros(np.shape(o)) for o in outputs if is_floating(np.asarray(o).dtype)]
+  total = [np.zeros(np.shape(o)) for o in outputs if compare.is_floating(np.asarray(o).dtype)]
 
   def forward(xp, *args, **kw):
     return op.forward(xp, *args, **kw)[0]
@@ -268,7 +267,7 @@ def reference_jvp(op: OpDef, params: dict, inputs, tangents, rng,
 
   def per_output(arrays):
     it = iter(arrays)
-    return [next(it) if is_floating(np.asarray(o).dtype) else None
+    return [next(it) if compare.is_floating(np.asarray(o).dtype) else None
             for o in outputs]
 
   if not rest:
@@ -479,7 +478,7 @@ def transform_rows(case: Case, backend: str, module: Any, device: str,
     for check, actual, want, names in (
         (Check.FORWARD, result[0], want_outs, [f"output {k}" for k in range(len(want_outs))]),
         (Check.VJP, result[1], want_cts, [f"d{n}" for n in op.input_names])):
-      err, note = case.compare(actual, want, names)
+      err, note = case.compare(compare.narrowing_undone(module, actual, want), want, names)
       ok = err <= case.tolerance
       rows.append(case.row(backend, device, transform, check, err, ok, "" if ok else note,
                            seconds / max(1, len(running))))

@@ -1,5 +1,7 @@
 """JAX: jit, vmap, grad, grad-of-grad; 64-bit mode stays scoped."""
 
+import re
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -109,3 +111,40 @@ def test_an_op_checking_values_in_check_values_runs_compiled_and_checks_each_cal
     fn(jnp.array([1.0, -1.0]))
   np.testing.assert_allclose(jax.jit(fn)(jnp.array([1.0, -1.0])), [2.0, -2.0])
   assert seen[-1] is None
+
+
+def _max_and_argmax(argmax):
+  """A user's op: the row maximum and its index, an integer output without a cotangent."""
+  def forward(xp, x):
+    idx = argmax(xp, x)
+    return (xp.max(x, axis=-1), idx), (idx, x.shape[-1])
+
+  def backward(xp, residuals, g):
+    idx, n = residuals
+    return (xp.one_hot(idx, n, dtype=g[0].dtype) * g[0][..., None],)
+
+  return forward, backward
+
+
+@pytest.mark.parametrize("planted", [False, True])
+def test_an_index_output_is_compared_by_value_without_x64(planted):
+  """Without x64 (the float32 rows) JAX's argmax is int32, NumPy's int64: a correct op
+  failed every JAX float32 row on the dtype alone. Its values are compared; an index that
+  differs (argmin in JAX alone) still fails."""
+  def argmax(xp, x):
+    pick = xp.argmin if planted and xp.backend == "jax" else xp.argmax
+    return pick(x, axis=-1)
+
+  forward, backward = _max_and_argmax(argmax)
+  op = cg.OpDef(name=f"jax_max_argmax_{planted}", forward=forward, backward=backward,
+                sample=lambda rng: (rng.permutation(20).reshape(4, 5) * 1.0,))
+  assert jax.numpy.argmax(jnp.ones(3, jnp.float32)).dtype == jnp.int32  # What it is about.
+  report = cg.cross_check([op], backends=["jax"], dtypes=["float32"])
+  forward_rows = [r for r in report.rows if r.check == "forward" and r.backend == "jax"]
+  assert {r.mode for r in forward_rows} >= {"eager", "jit", "vmap", "scan", "checkpoint"}
+  if planted:
+    assert not any(r.ok for r in forward_rows), report.table()
+    assert all(re.search(r"output 1\[[0-9, ]+\]: \d+ vs reference \d+", r.note)
+               for r in forward_rows), report.table()  # Its values, not its dtype.
+  else:
+    assert report.ok, report.table(failures_only=True)
