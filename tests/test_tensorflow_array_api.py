@@ -198,6 +198,29 @@ def test_division_follows_python(mode):
   _check(mode, lambda m, x, y: m.remainder(x, y), i, j)
 
 
+
+def test_division_is_differentiable_in_both_modes():
+  """remainder(x1, x2) has derivatives 1 and -floor(x1 / x2), floor_divide zero ones, under
+  a tape and a forward accumulator alike (forward mode raised LookupError: TF has no
+  gradient for the TruncateMod they used). Expected values: the formulas, at points away
+  from the jumps."""
+  a = tf.constant([-7.3, 7.3, -7.3, 7.3, 1.2], tf.float64)
+  b = tf.constant([2.0, -2.0, -2.0, 2.0, 0.5], tf.float64)
+  floor = np.floor(a.numpy() / b.numpy())
+  da, db = tf.constant([1.0, 2.0, -1.0, 0.5, 3.0], tf.float64), tf.ones(5, tf.float64)
+  for fn, tangent in ((xp.remainder, da.numpy() - floor * db.numpy()),
+                      (xp.floor_divide, np.zeros(5))):
+    with tf.autodiff.ForwardAccumulator([a, b], [da, db]) as acc:
+      out = fn(a, b)
+    jvp = acc.jvp(out, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    np.testing.assert_allclose(jvp.numpy(), tangent, rtol=1e-15)
+    with tf.GradientTape() as tape:
+      tape.watch([a, b])
+      out = fn(a, b)
+    ga, gb = tape.gradient(out, [a, b], unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    np.testing.assert_allclose(ga.numpy(), np.ones(5) if fn is xp.remainder else np.zeros(5))
+    np.testing.assert_allclose(gb.numpy(), -floor if fn is xp.remainder else np.zeros(5))
+
 @pytest.mark.parametrize("mode", MODES)
 def test_binary_float_functions(mode):
   a = np.array([1.0, nan, -0.0, 3.0, -inf, 1e30], np.float32)

@@ -333,6 +333,10 @@ def floor_divide(x1, x2, /):
   if _is_integral(x1):
     safe, zero, _ = _int_division_operands(x1, x2)
     return tf.where(zero, tf.zeros_like(x1), tf.math.floordiv(x1, safe))
+  # Piecewise constant: its derivative is zero, as TF's own FloorDiv gradient says. From
+  # constants, so neither a tape nor a forward accumulator differentiates the TruncateMod
+  # inside, which TF has no gradient for (forward mode through it raised LookupError).
+  x1, x2 = tf.stop_gradient(x1), tf.stop_gradient(x2)
   finite = tf.logical_and(tf.logical_and(tf.math.is_finite(x1), tf.math.is_finite(x2)),
                           tf.not_equal(x2, 0))
   safe2 = tf.where(finite, x2, tf.ones_like(x2))
@@ -345,9 +349,7 @@ def remainder(x1, x2, /):
   if _is_integral(x1):
     safe, _, bad = _int_division_operands(x1, x2)
     return tf.where(bad, tf.zeros_like(x1), tf.math.floormod(x1, safe))
-  mod = tf.truncatemod(x1, x2)
-  fix = tf.logical_and(tf.not_equal(mod, 0), tf.not_equal(tf.less(x2, 0), tf.less(mod, 0)))
-  mod = tf.where(fix, mod + x2, mod)
+  mod = tf.math.floormod(x1, x2)  # Python's %, and differentiable (TruncateMod is not).
   return tf.where(tf.equal(mod, 0), copysign(tf.zeros_like(mod), x2), mod)
 
 
