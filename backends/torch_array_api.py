@@ -147,7 +147,10 @@ _torch_floor_divide = _binary(compat.floor_divide)
 
 def floor_divide(x1, x2, /):
   """With an infinite operand, ``floor(x1 / x2)``: +-infinity, or a zero signed as the
-  quotient, as the standard says (torch's gives NaN and -1)."""
+  quotient, as the standard says (torch's gives NaN and -1). Piecewise constant, so it is
+  computed from detached inputs: its derivative is zero, as in JAX and TensorFlow (torch
+  implements none for floor_divide, and differentiating through it raised)."""
+  x1, x2 = (x.detach() if isinstance(x, torch.Tensor) else x for x in (x1, x2))
   out = _torch_floor_divide(x1, x2)
   if not out.dtype.is_floating_point:
     return out

@@ -161,6 +161,20 @@ def test_floor_divide_with_infinities(mode):
   np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
 
 
+
+
+def test_floor_divide_has_zero_derivatives_and_remainder_its_own():
+  """floor_divide is piecewise constant: zero gradients (torch implements no derivative for
+  it, so differentiating through it raised), as JAX and TensorFlow; remainder's are 1 and
+  -floor(x1 / x2). Expected: the formulas, away from the jumps."""
+  x1 = torch.tensor([-7.3, 7.3, 1.2], dtype=torch.float64, requires_grad=True)
+  x2 = torch.tensor([2.0, -2.0, 0.5], dtype=torch.float64, requires_grad=True)
+  floor = np.floor(x1.detach().numpy() / x2.detach().numpy())
+  assert not xp.floor_divide(x1, x2).requires_grad  # A constant to autograd.
+  for remainder in (lambda a, b: a - xp.floor_divide(a, b) * b, xp.remainder):
+    g1, g2 = torch.autograd.grad(remainder(x1, x2).sum(), [x1, x2])
+    np.testing.assert_array_equal(g1.numpy(), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(g2.numpy(), -floor)
 @pytest.mark.parametrize("mode", ["eager", "vmap"])
 def test_complex_special_values(mode):
   """The standard's special cases (C99), where torch's kernels give NaN or +0j."""
