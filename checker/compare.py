@@ -100,9 +100,11 @@ def _largest(x: np.ndarray) -> float:
 
 
 def max_relative_error(actual: np.ndarray, expected: np.ndarray,
-                       whole: tuple[np.ndarray, np.ndarray] | None = None) -> float:
+                       whole: tuple[np.ndarray, np.ndarray] | None = None,
+                       floor: float = 0.0) -> float:
   """max |a - e| over the largest magnitude of either (of ``whole``'s, where ``actual`` and
-  ``expected`` are parts of those arrays); inf on shape or NaN mismatch."""
+  ``expected`` are parts of those arrays), or over ``floor`` where that is larger; inf on
+  shape or NaN mismatch."""
   actual, expected = np.asarray(actual), np.asarray(expected)
   if actual.shape != expected.shape:
     return float("inf")
@@ -112,7 +114,7 @@ def max_relative_error(actual: np.ndarray, expected: np.ndarray,
   diff = np.max(np.abs(np.nan_to_num(a) - np.nan_to_num(e)), initial=0.0)
   if diff == 0:
     return 0.0
-  scale = max(_largest(x) for x in whole or (actual, expected))
+  scale = max(floor, *(_largest(x) for x in whole or (actual, expected)))
   return float(diff / max(scale, np.finfo(np.float64).tiny))
 
 
@@ -305,7 +307,8 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
             tolerance: float, *, bitwise: bool = False, elementwise: bool = False,
             reference: str = "reference",
             relaxations: Sequence[tuple[str, Callable[..., tuple[Any, Any]]]] = (),
-            typical: Sequence[float | None] | None = None) -> Comparison:
+            typical: Sequence[float | None] | None = None,
+            whole_vector: bool = False) -> Comparison:
   """Compares pairs of arrays (an ``expected`` None is skipped), naming the worst element.
 
   Args:
@@ -324,12 +327,25 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
       the expected array (`typical_magnitude`), None where not known yet: filled in where
       needed, so a caller comparing with the same arrays again may keep it. The relaxed
       comparisons keep the strict one's: the reference's typical size.
+    whole_vector: the arrays are parts of one vector (a VJP's cotangents, one per input):
+      where the strict comparison fails, each error relative to the largest element of all
+      the expected arrays decides. A cotangent that is small because its terms cancel (a
+      scalar parameter's gradient, a sum of terms of both signs) is then held to the
+      accuracy of the whole gradient, which is what its dtype can give; the note says so.
   """
   typical = [None] * len(names) if typical is None else typical
   result = _compare(actual, expected, names, tolerance, bitwise, elementwise, reference,
                     typical)
   if result.ok or bitwise or result.ulps is None:
     return result
+  if whole_vector and not elementwise:
+    largest = max((_largest(np.asarray(e)) for e in expected if e is not None), default=0.0)
+    whole = _compare(actual, expected, names, tolerance, False, False, reference, typical,
+                     floor=largest)
+    if whole.ok:
+      return dataclasses.replace(
+          whole, ulps=result.ulps, note="relative to the largest element of all the arrays; "
+          f"strictly {result.note.split(': ', 1)[1]}")
   pairs, used = list(zip(actual, expected)), []
   for what, transform in relaxations:
     relaxed_pairs = [(a, e) if a is None or e is None else transform(a, e) for a, e in pairs]
@@ -364,13 +380,14 @@ def narrowing_undone(backend: Any, actual: Sequence[Any], expected: Sequence[Any
 
 
 def _differences(a: np.ndarray, e: np.ndarray, elementwise: bool,
-                 typical: Callable[[], float]):
+                 typical: Callable[[], float], floor: float = 0.0):
   """One pair's (error, largest ULPs, flat index of the worst element, of the first one
   whose bits differ or None, and that one's ULPs).
 
   Only the elements whose bits differ are measured (the others are 0 ULPs and 0 error
   apart); the whole arrays only give the scale (their largest or median magnitude), so
-  identical arrays cost one pass. ``typical()``: `typical_magnitude` of the expected array.
+  identical arrays cost one pass. ``typical()``: `typical_magnitude` of the expected array;
+  ``floor``: a larger scale to measure against (`compare`'s ``whole_vector``).
   """
   flat_a, flat_e = a.reshape(-1), e.reshape(-1)
   where = differing(flat_a, flat_e)
@@ -385,14 +402,15 @@ def _differences(a: np.ndarray, e: np.ndarray, elementwise: bool,
     worst = int(np.argmax(errors))
     err, at = float(errors[worst]), int(where[worst]) if errors[worst] else 0
   else:
-    err = (max_relative_error(a, e, (flat_a, flat_e)) if floating
+    err = (max_relative_error(a, e, (flat_a, flat_e), floor) if floating
            else float("inf") if distance.any() else 0.0)
     worst = int(np.argmax(distance))
     at = int(where[worst]) if distance[worst] else 0
   return err, float(np.max(distance)), at, int(where[0]), float(distance[0])
 
 
-def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference, typical):
+def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference, typical,
+             floor=0.0):
   worst, ulps, worst_at, first_difference = 0.0, 0.0, "", ""
   for k, (name, a, e) in enumerate(zip(names, actual, expected)):
     if e is None:
@@ -411,7 +429,7 @@ def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference
         typical[k] = typical_magnitude(e)
       return typical[k]
 
-    err, most, at, first, first_ulps = _differences(a, e, elementwise, scale)
+    err, most, at, first, first_ulps = _differences(a, e, elementwise, scale, floor)
     ulps = max(ulps, most)
     if err > worst or not worst_at:
       worst, worst_at = err, _describe(name, a, e, at, reference)

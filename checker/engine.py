@@ -249,8 +249,9 @@ def _environment(backends: Iterable[str]) -> dict[str, Any]:
 
 def _comparer(tolerance: float, bitwise: bool) -> Callable[..., tuple[float, str]]:
   """`higher_order.Case`'s comparison: (error, note) of `compare.compare` at ``tolerance``."""
-  def compare_arrays(actual, expected, names):
-    result = compare.compare(actual, expected, names, tolerance, bitwise=bitwise)
+  def compare_arrays(actual, expected, names, whole_vector=False):
+    result = compare.compare(actual, expected, names, tolerance, bitwise=bitwise,
+                             whole_vector=whole_vector)
     error = result.error if result.ok else max(result.error, np.nextafter(tolerance, np.inf))
     return error, result.note
   return compare_arrays
@@ -595,7 +596,7 @@ def _mode_rows(target: _Target, context: RowContext, module, settings: _Settings
   for check, got, want, names in ((Check.FORWARD, outputs, target.outputs, output_names),
                                   (Check.VJP, cts, target.cotangents, input_names)):
     result = compare.compare(compare.narrowing_undone(module, got, want), want, names,
-                             tolerance, bitwise=bitwise)
+                             tolerance, bitwise=bitwise, whole_vector=check == Check.VJP)
     rows.append(context.row(check, result.error, tolerance, result.ok, result.note, seconds,
                             result.ulps))
   if settings.determinism:

@@ -66,8 +66,8 @@ def transforms_of(module: Any, modes: Sequence[str] | None) -> list[str]:
 class Case:
   """One op, parameter set and dtype, and what its rows compare with.
 
-  ``compare(actual, expected, names) -> (error, note)`` is the engine's comparison of
-  arrays with the reference (dtype, shape, values).
+  ``compare(actual, expected, names, whole_vector=False) -> (error, note)`` is the
+  engine's comparison of arrays with the reference (dtype, shape, values; `compare.compare`).
   """
 
   op: OpDef
@@ -478,7 +478,8 @@ def transform_rows(case: Case, backend: str, module: Any, device: str,
     for check, actual, want, names in (
         (Check.FORWARD, result[0], want_outs, [f"output {k}" for k in range(len(want_outs))]),
         (Check.VJP, result[1], want_cts, [f"d{n}" for n in op.input_names])):
-      err, note = case.compare(compare.narrowing_undone(module, actual, want), want, names)
+      err, note = case.compare(compare.narrowing_undone(module, actual, want), want, names,
+                               whole_vector=check == Check.VJP)
       ok = err <= case.tolerance
       rows.append(case.row(backend, device, transform, check, err, ok, "" if ok else note,
                            seconds / max(1, len(running))))

@@ -153,3 +153,22 @@ def test_a_narrowing_backends_32_bit_integers_are_compared_with_64_bit_ones_by_v
                              0.0).ok  # Any other backend: the dtype differs.
   wrong = compare.narrowing_undone(narrowing, [np.array([1, 3], np.int32)], want[:1])
   assert "i[1]: 3 vs reference 2" in compare.compare(wrong, want[:1], ["i"], 0.0).note
+
+
+def test_a_cancelling_cotangent_is_held_to_the_whole_gradients_accuracy():
+  """dt, a scalar parameter's gradient, is 0.0037 from terms near 1: float32 gets it to
+  1e-7, 3e-5 of itself, a strict failure at 1e-5 though every backend is right. As one
+  vector with dx (largest 0.9) it passes, and the note says how; an error that matters at
+  the gradient's scale (dt's sign) still fails."""
+  dx = np.array([0.9, -0.3, 0.5], np.float32)
+  dt, off = np.array(0.0037, np.float32), np.array(0.0037 + 1e-7, np.float32)
+  names = ["dx", "dt"]
+  strict = compare.compare([dx, off], [dx, dt], names, 1e-5)
+  assert not strict.ok and "dt" in strict.note
+  whole = compare.compare([dx, off], [dx, dt], names, 1e-5, whole_vector=True)
+  assert whole.ok and whole.error < 2e-7 and whole.ulps == strict.ulps
+  assert whole.note.startswith("relative to the largest element of all the arrays; strictly")
+  flipped = compare.compare([dx, -dt], [dx, dt], names, 1e-5, whole_vector=True)
+  assert not flipped.ok and "dt" in flipped.note
+  assert not compare.compare([dx, off], [dx, dt], names, 1e-5, whole_vector=True,
+                             bitwise=True).ok

@@ -139,3 +139,42 @@ def test_standard_only_ops_cross_check_green(ops, backend):
   report = cg.cross_check(ops, backends=[backend])
   assert report.ok, report
   assert {r.backend for r in report.rows} == {"numpy", backend}
+
+
+def _temperature_softmax(flip_in=None):
+  """softmax(x / t) with a learnable 0-d temperature t: dt = -sum(dz * z) / t, whose terms
+  cancel (dz sums to zero along each row). ``flip_in``: a backend whose dt has the wrong
+  sign (a planted bug)."""
+  def forward(xp, x, t):
+    z = x / t
+    e = xp.exp(z - xp.max(z, axis=-1, keepdims=True))
+    y = e / xp.sum(e, axis=-1, keepdims=True)
+    return y, (y, z, t)
+
+  def backward(xp, residuals, g):
+    y, z, t = residuals
+    dz = y * (g - xp.sum(g * y, axis=-1, keepdims=True))
+    dt = -xp.sum(dz * z) / t
+    return dz / t, -dt if xp.backend == flip_in else dt
+
+  def sample(rng):  # Rows nearly constant: dt is about 1e-3 of its terms, whatever g is.
+    return (rng.integers(1, 4, (3, 1)) + 1e-3 * rng.standard_normal((3, 4)),
+            np.asarray(0.7))
+
+  return cg.OpDef(f"std_temperature_softmax_{flip_in}", forward, backward, sample=sample)
+
+
+@pytest.mark.parametrize("flip_in", [None, "torch"])
+def test_a_cancelling_scalar_gradient_stays_green_in_float32(flip_in):
+  """float32 gives dt to about 1e-7 of its terms, 1e-4 of itself (NumPy's reference too),
+  so each backend's dt failed the strict comparison: a false alarm on a correct op. The VJP
+  is compared as one vector; a dt of the wrong sign still fails."""
+  report = cg.cross_check([_temperature_softmax(flip_in)], dtypes=["float32"],
+                          backends=["tensorflow", "jax", "torch"], modes=["eager"])
+  vjp = [r for r in report.rows if r.check == "vjp"]
+  assert {r.backend for r in vjp} == {"tensorflow", "jax", "torch"}
+  if flip_in is None:
+    assert report.ok, report.table(failures_only=True)
+    assert any(r.note.startswith("relative to the largest element") for r in vjp), report
+  else:
+    assert {r.backend for r in report.failures} == {"torch"}, report.table()
