@@ -161,12 +161,19 @@ def _call(name, *args):
   return wrap(getattr(_namespace(), name)(*unwrap(args)))
 
 
+def _operand(other) -> bool:
+  """Whether an operator takes ``other``: an array (ours, a tensor, NumPy's) or a Python
+  scalar. Anything else (None, a string) gets NotImplemented, so Python raises its "unsupported
+  operand type(s)" TypeError, as for NumPy, not an error from inside the namespace."""
+  return type(other) in (Array, bool, int, float, complex) or hasattr(other, "dtype")
+
+
 def _binary(name):
   def forward(self, other):
-    return _call(name, self, other)
+    return _call(name, self, other) if _operand(other) else NotImplemented
 
   def reflected(self, other):
-    return _call(name, other, self)
+    return _call(name, other, self) if _operand(other) else NotImplemented
 
   return forward, reflected
 
