@@ -286,11 +286,17 @@ def _run_on(device: str, mode: str, arrays: Any, run: Callable[..., Any], op: Op
   with tf.device("/device:" + device.upper()), scope:
     tensors = tf.nest.map_structure(lambda a: None if a is None else tf.constant(a), arrays)
     out = call(*tensors)
-  # A tangent or gradient may come as tf.IndexedSlices (of a gather): densified. Read as a
-  # view (read-only, as tensors are), not a copy (`.numpy()`): a copy per result is most
-  # of the check's own cost at a million elements.
-  return tf.nest.map_structure(
-      lambda t: None if t is None else np.asarray(tf.convert_to_tensor(t)), out)
+  return tf.nest.map_structure(lambda t: None if t is None else _host(t), out)
+
+
+def _host(t) -> np.ndarray:
+  """A result as NumPy. A tangent or gradient may come as tf.IndexedSlices (of a gather):
+  densified. Read as a view (read-only, as tensors are), not a copy (`.numpy()`): a copy
+  per result is most of the check's own cost at a million elements. A 0-d one by
+  `.numpy()`: TF hands NumPy a 0-d bfloat16 tensor as a scalar, which `np.asarray` refuses
+  ("object __array__ method not producing an array")."""
+  t = tf.convert_to_tensor(t)
+  return np.asarray(t) if t.shape.rank else np.asarray(t.numpy())
 
 
 def _vjp(fn: Callable[..., Any], diff: Sequence[int], args: Sequence[Any],

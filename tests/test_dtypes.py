@@ -250,6 +250,19 @@ def test_bfloat16_cross_checks_in_every_framework():
   assert {r.dtype for r in report.rows if r.check == "vjp"} == {"bfloat16"}
 
 
+def test_a_0d_bfloat16_result_reaches_the_check():
+  """TF hands NumPy a 0-d bfloat16 tensor as a scalar that np.asarray refuses: a loss
+  (a 0-d output) or a 0-d input's gradient failed every TF bfloat16 row with "object
+  __array__ method not producing an array". Its value: the formula, in bfloat16."""
+  op = cg.OpDef(name="test_bf16_scaled_square_sum",
+                forward=lambda xp, x, s: (s * xp.sum(x * x), (x, s)),
+                backward=lambda xp, r, g: (2.0 * g * r[1] * r[0], g * xp.sum(r[0] * r[0])),
+                sample=lambda rng: (rng.standard_normal((3,)), np.asarray(0.5)))
+  report = cg.cross_check([op], backends=["tensorflow"], dtypes=["bfloat16"])
+  assert report.ok, report.table(failures_only=True)
+  assert {r.mode for r in report.rows if r.check == "vjp"} >= {"eager", "graph", "jit"}
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_tensorflow_namespace_rounds_and_finds_nan_in_16_bit_floats(dtype):
   """The bfloat16 rows found TF's xp.round returning 16-bit inputs unrounded (and isnan
