@@ -8,6 +8,7 @@ must give NumPy's values and dtypes for the same inputs.
 import math
 import types
 
+import ml_dtypes
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -408,6 +409,25 @@ def test_sorting(mode):
   _check(mode, lambda m, a: m.sort(a), big)
   _check(mode, lambda m, a: m.argsort(a), big)
   _check(mode, lambda m, a: m.sort(a), np.array([True, False, True]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_sorting_in_half_precision(mode, dtype):
+  """float16 and bfloat16 sort, argsort and find their extremes as float32 does, in NumPy's
+  order (NaN last; the first NaN is the extreme): they raised TypeError."""
+  x32 = np.array([[2.0, nan, -0.0, 1.0, 0.0, -inf, 1.0], [3.0, 3.0, 1.0, nan, 2.0, 1.0, 0.0]],
+                 np.float32)
+  x = x32.astype(dtype)
+  _check(mode, lambda m, a: m.argsort(a, axis=1), x,
+         expected=np.argsort(x32, axis=1, stable=True))
+  _check(mode, lambda m, a: m.argsort(a, axis=1, descending=True), x,
+         expected=np.array([[1, 0, 3, 6, 2, 4, 5], [3, 0, 1, 4, 2, 5, 6]]))
+  _check(mode, lambda m, a: m.argmax(a, axis=1), x, expected=np.argmax(x32, axis=1))
+  _check(mode, lambda m, a: m.argmin(a, axis=1), x, expected=np.argmin(x32, axis=1))
+  got = _run(mode, lambda m, a: m.sort(a, axis=1), x)
+  assert got.dtype == x.dtype
+  np.testing.assert_array_equal(got.astype(np.float32), np.sort(x32, axis=1))
 
 
 # Statistical and utility functions. ----------------------------------------------------------

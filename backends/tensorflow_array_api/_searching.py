@@ -8,9 +8,9 @@ import tensorflow as tf
 
 from crossgrad.backends.tensorflow_array_api import _raw
 from crossgrad.backends.tensorflow_array_api._dtypes import (
-    _DEFAULTS, _INTEGRAL, _REAL_FLOATING, _SIGNED, _cast, _is_complex, _is_float, _norm_axis,
-    _np_dtype, _promote, _reduce_axes, _shape, _tensor, bool, float32, int32, int64, int8,
-    uint16, uint32, uint64, uint8)
+    _DEFAULTS, _FLOATING, _INTEGRAL, _SIGNED, _cast, _is_complex, _is_float, _norm_axis,
+    _np_dtype, _promote, _reduce_axes, _shape, _tensor, bool, float32, float64, int16, int32,
+    int64, int8, uint16, uint32, uint64, uint8)
 from crossgrad.backends.tensorflow_array_api._elementwise import _nan_like
 from crossgrad.backends.tensorflow_array_api._manipulation import take_along_axis
 
@@ -28,10 +28,10 @@ def _sort_key(x):
     return tf.cast(x, int64)
   if d == uint64:
     return tf.bitcast(tf.bitwise.bitwise_xor(x, tf.constant(1 << 63, uint64)), int64)
-  if d in _REAL_FLOATING:
+  if d in _FLOATING:  # float16 and bfloat16 too: sign and magnitude, as float32's bits.
     canonical = tf.where(tf.math.is_nan(x), _nan_like(x),
                          tf.where(tf.equal(x, 0), tf.zeros_like(x), x))
-    itype = int32 if d == float32 else int64
+    itype = {float32: int32, float64: int64}.get(d, int16)
     bits = tf.bitcast(canonical, itype)
     flip = tf.constant(np.iinfo(_np_dtype(itype)).max, itype)
     return tf.where(tf.less(bits, 0), tf.bitwise.bitwise_xor(bits, flip), bits)
@@ -69,8 +69,8 @@ def _arg_extreme(x, axis, keepdims, largest):
   axis = _norm_axis(axis, rank)[0]
   key = _sort_key(x) if x.dtype not in _SIGNED else x
   if _is_float(x):  # Keys put NaN last; argmin must still find the first NaN.
-    key = tf.where(tf.math.is_nan(x), tf.fill(tf.shape(key), key.dtype.max if largest
-                                              else key.dtype.min), key)
+    extreme = tf.constant(key.dtype.max if largest else key.dtype.min, key.dtype)
+    key = tf.where(tf.math.is_nan(x), tf.fill(tf.shape(key), extreme), key)
   fn = tf.math.argmax if largest else tf.math.argmin
   shape = _shape(x)  # As (before, n, after): TF's ArgMax kernel stops at 7 dimensions.
   three = [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])]
