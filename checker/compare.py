@@ -367,12 +367,12 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
 _NARROWED = {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32)}
 
 
-def narrowing_undone(backend: Any, actual: Sequence[Any], expected: Sequence[Any]) -> list:
-  """``actual``, from ``backend``, for comparison with the reference's ``expected``. A
-  backend that makes 64-bit integers 32-bit (``NARROWED_INTEGERS``: JAX without x64, whose
-  ``argmax`` is int32 where NumPy's is int64) has each int32 (uint32) array where the
-  reference's is int64 (uint64) cast to it: its values are compared, not its width."""
-  if not getattr(backend, "NARROWED_INTEGERS", False):
+def narrowing_undone(narrowed: bool, actual: Sequence[Any], expected: Sequence[Any]) -> list:
+  """``actual`` for comparison with the reference's ``expected``. From a backend that makes
+  64-bit integers 32-bit (``narrowed``: `round_trips.narrows_integers`; JAX without x64,
+  whose ``argmax`` is int32 where NumPy's is int64), each int32 (uint32) array where the
+  reference's is int64 (uint64) is cast to it: its values are compared, not its width."""
+  if not narrowed:
     return list(actual)
   return [a if a is None or e is None
           or _NARROWED.get(np.asarray(e).dtype) != np.asarray(a).dtype

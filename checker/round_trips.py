@@ -24,10 +24,10 @@ def _jax_precision(arrays):
   return base.load("jax").precision_scope(arrays)
 
 
-# mode -> (the backend that runs it, the op's function there, the scope it runs in, why the
-# receiver's forward mode does not apply to it).
+# mode -> (the backend whose op it runs, the backend that runs it, the op's function there,
+# the scope it runs in, why the receiver's forward mode does not apply to it).
 ROUND_TRIPS = {
-    "jax2tf": ("tensorflow", _jax_to_tensorflow, _jax_precision,
+    "jax2tf": ("jax", "tensorflow", _jax_to_tensorflow, _jax_precision,
                "jax2tf.convert(with_gradient=True) attaches the JAX op's VJP with "
                "tf.custom_gradient; TF's forward mode differentiates the converted forward"),
 }
@@ -35,6 +35,15 @@ ROUND_TRIPS = {
 
 def connect(name: str, module: Any) -> None:
   """Adds to backend ``name`` (loaded as ``module``) the round trips it runs."""
-  for mode, (receiver, function, scope, no_forward_mode) in ROUND_TRIPS.items():
+  for mode, (_, receiver, function, scope, no_forward_mode) in ROUND_TRIPS.items():
     if receiver == name and mode not in module.EXTRA_MODES:
       module.add_round_trip(mode, function, scope, no_forward_mode)
+
+
+def narrows_integers(module: Any, mode: str) -> bool:
+  """Whether ``module``'s results in ``mode`` may hold 32-bit integers for 64-bit ones: its
+  ``NARROWED_INTEGERS`` (JAX without x64), or in a round trip the sending backend's (jax2tf
+  runs JAX's op)."""
+  trip = ROUND_TRIPS.get(mode)
+  sender = base.load(trip[0]) if trip is not None and trip[1] == module.NAME else module
+  return getattr(sender, "NARROWED_INTEGERS", False)

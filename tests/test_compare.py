@@ -1,7 +1,5 @@
 """Comparison rows: relative error, ULPs, bit equality, special-value classes, relaxations."""
 
-import types
-
 import numpy as np
 import pytest
 
@@ -139,19 +137,18 @@ def test_zero_size_arrays_compare_and_name_a_shape_mismatch():
 
 
 def test_a_narrowing_backends_32_bit_integers_are_compared_with_64_bit_ones_by_value():
-  narrowing, other = types.SimpleNamespace(NARROWED_INTEGERS=True), types.SimpleNamespace()
   got = [np.array([1, 2], np.int32), np.array([3], np.uint32), np.array([4], np.int16),
          np.array([0.5], np.float32), None]
   want = [np.array([1, 2], np.int64), np.array([3], np.uint64), np.array([4], np.int64),
           np.array([0.5], np.float64), np.array([1])]
-  widened = compare.narrowing_undone(narrowing, got, want)
+  widened = compare.narrowing_undone(True, got, want)
   assert [None if a is None else a.dtype for a in widened] == [
       np.int64, np.uint64, np.int16, np.float32, None]  # Only int32/uint32 for int64/uint64.
   names = ["i", "u"]
   assert compare.compare(widened[:2], want[:2], names, 0.0).ok
-  assert not compare.compare(compare.narrowing_undone(other, got, want)[:2], want[:2], names,
-                             0.0).ok  # Any other backend: the dtype differs.
-  wrong = compare.narrowing_undone(narrowing, [np.array([1, 3], np.int32)], want[:1])
+  assert not compare.compare(compare.narrowing_undone(False, got, want)[:2], want[:2], names,
+                             0.0).ok  # Not narrowed: the dtype differs.
+  wrong = compare.narrowing_undone(True, [np.array([1, 3], np.int32)], want[:1])
   assert "i[1]: 3 vs reference 2" in compare.compare(wrong, want[:1], ["i"], 0.0).note
 
 

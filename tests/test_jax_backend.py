@@ -148,3 +148,14 @@ def test_an_index_output_is_compared_by_value_without_x64(planted):
                for r in forward_rows), report.table()  # Its values, not its dtype.
   else:
     assert report.ok, report.table(failures_only=True)
+
+
+def test_a_jax2tf_round_trip_compares_an_index_output_by_value():
+  """jax2tf runs JAX's op (without x64: int32 argmax) in the TF backend, which narrows
+  nothing itself: its rows take the sending backend's rule."""
+  forward, backward = _max_and_argmax(lambda xp, x: xp.argmax(x, axis=-1))
+  op = cg.OpDef(name="jax2tf_max_argmax", forward=forward, backward=backward,
+                sample=lambda rng: (rng.permutation(20).reshape(4, 5) * 1.0,))
+  report = cg.cross_check([op], backends=["tensorflow"], dtypes=["float32"], modes=["jax2tf"])
+  rows = [r for r in report.rows if r.mode == "jax2tf" and r.check == "forward"]
+  assert rows and report.ok, report.table(failures_only=True)
