@@ -339,7 +339,8 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
   if result.ok or bitwise or result.ulps is None:
     return result
   if whole_vector and not elementwise:
-    largest = max((_largest(np.asarray(e)) for e in expected if e is not None), default=0.0)
+    largest = max((_largest(as_real(np.asarray(e))) for e in expected if e is not None),
+                  default=0.0)
     whole = _compare(actual, expected, names, tolerance, False, False, reference, typical,
                      floor=largest)
     if whole.ok:

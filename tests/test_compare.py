@@ -169,3 +169,6 @@ def test_a_cancelling_cotangent_is_held_to_the_whole_gradients_accuracy():
   assert not flipped.ok and "dt" in flipped.note
   assert not compare.compare([dx, off], [dx, dt], names, 1e-5, whole_vector=True,
                              bitwise=True).ok
+  dz, cz = (dx * 1j).astype(np.complex64), (dt * 1j).astype(np.complex64)  # Imaginary parts.
+  assert compare.compare([dz, cz + np.complex64(1e-7j)], [dz, cz], names, 1e-5,
+                         whole_vector=True).ok
