@@ -594,9 +594,9 @@ def _mode_rows(target: _Target, context: RowContext, module, settings: _Settings
                             output_names + input_names, tolerance, bitwise))
   else:
     first[context.mode] = (context.device, results)
+  narrowed = round_trips.narrows_integers(module, context.mode)
   for check, got, want, names in ((Check.FORWARD, outputs, target.outputs, output_names),
                                   (Check.VJP, cts, target.cotangents, input_names)):
-    narrowed = round_trips.narrows_integers(module, context.mode)
     result = compare.compare(compare.narrowing_undone(narrowed, got, want), want, names,
                              tolerance, bitwise=bitwise, whole_vector=check == Check.VJP)
     rows.append(context.row(check, result.error, tolerance, result.ok, result.note, seconds,

@@ -481,10 +481,10 @@ def transform_rows(case: Case, backend: str, module: Any, device: str,
       continue
     if isinstance(result, dict):
       result = result[transform]
+    narrowed = round_trips.narrows_integers(module, transform)
     for check, actual, want, names in (
         (Check.FORWARD, result[0], want_outs, [f"output {k}" for k in range(len(want_outs))]),
         (Check.VJP, result[1], want_cts, [f"d{n}" for n in op.input_names])):
-      narrowed = round_trips.narrows_integers(module, transform)
       err, note = case.compare(compare.narrowing_undone(narrowed, actual, want), want, names,
                                whole_vector=check == Check.VJP)
       ok = err <= case.tolerance
