@@ -19,6 +19,8 @@ from crossgrad.checker.report import Report
 from crossgrad.checker.report import Row
 from crossgrad.registry import ops as _builtin_ops  # Registers the built-in ops.
 from crossgrad.registry.errors import CrossgradError
+from crossgrad.registry.kernels import register_kernel
+from crossgrad.registry.kernels import unregister_kernel
 from crossgrad.registry.op_registry import get
 from crossgrad.registry.op_registry import names
 from crossgrad.registry.op_registry import register
@@ -46,9 +48,11 @@ __all__ = (
     "names",
     "numpy",
     "register",
+    "register_kernel",
     "tensorflow",
     "torch",
     "unregister",
+    "unregister_kernel",
 )
 
 del _builtin_ops

@@ -3,6 +3,8 @@ cached `get`, mode checks. The protocol itself is `crossgrad.backends.protocol`.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import importlib
 import importlib.util
 import itertools
@@ -11,7 +13,7 @@ import types
 from typing import Any, Callable, Sequence, TypeVar
 
 from crossgrad.backends import protocol
-from crossgrad.registry import op_registry
+from crossgrad.registry import kernels, op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
@@ -88,26 +90,49 @@ def backend_of(*arrays: Any) -> str:
   return "numpy"
 
 
-def make_get(backend: str, emit: Callable[[OpDef, dict], Callable[..., Any]]):
-  """Builds a backend's ``get``: one emitted function per (op, static parameters)."""
+_IMPL = contextvars.ContextVar("crossgrad_impl", default=None)
+
+
+@contextlib.contextmanager
+def implementation(impl: str | None):
+  """Within the block, a backend's ``get`` without ``impl=`` returns implementation ``impl``
+  ("emitted" or a kernel's name; None: the last kernel registered, else the emitted op):
+  how the cross-check runs ``evaluate`` on each implementation."""
+  token = _IMPL.set(impl)
+  try:
+    yield
+  finally:
+    _IMPL.reset(token)
+
+
+def make_get(backend: str, emit: Callable[[OpDef, dict], Callable[..., Any]],
+             wrap_kernel: Callable[[OpDef, dict, Any], Callable[..., Any]] | None = None):
+  """Builds a backend's ``get``: one function per (op, implementation, static parameters),
+  the emitted op or, with ``wrap_kernel``, a registered kernel (`registry.kernels`)."""
   cache: dict[tuple, Callable[..., Any]] = {}
 
-  def get(op: str | OpDef, /, **params: Any) -> Callable[..., Any]:
+  def get(op: str | OpDef, /, *, impl: str | None = None, **params: Any) -> Callable[..., Any]:
     opdef = op if isinstance(op, OpDef) else op_registry.get(op)
     resolved = opdef.resolve_params(params, backend)
+    kernel = (kernels.lookup(opdef.name, backend, _IMPL.get() if impl is None else impl)
+              if wrap_kernel is not None else None)
     # By identity (the cached function holds the OpDef, so its id stays unique): a key
     # Dynamo can trace, which hashing the OpDef dataclass is not (torch.compile).
-    key = (id(opdef), tuple(sorted(resolved.items())))
+    key = (id(opdef), id(kernel), tuple(sorted(resolved.items())))
     fn = cache.get(key)
     if fn is None:
-      fn = cache[key] = emit(opdef, resolved)
+      fn = cache[key] = (emit(opdef, resolved) if kernel is None
+                         else wrap_kernel(opdef, resolved, kernel))
       fn.__name__ = fn.__qualname__ = opdef.name
-      fn.__doc__ = f"crossgrad op '{opdef.name}' ({backend}) with params {resolved}."
-      fn.op, fn.params = opdef, resolved
+      what = "emitted" if kernel is None else f"kernel {kernel.name!r}"
+      fn.__doc__ = f"crossgrad op '{opdef.name}' ({backend}, {what}) with params {resolved}."
+      fn.op, fn.params, fn.impl = opdef, resolved, "emitted" if kernel is None else kernel.name
     return fn
 
   get.__doc__ = (f"The {backend} version of a registered op (name or OpDef), with static "
-                 "keyword parameters; cached per (op, parameters).")
+                 "keyword parameters; cached per (op, parameters). A kernel registered for "
+                 f"{backend} (`crossgrad.register_kernel`) is returned in its place, the last "
+                 "one registered; ``impl=NAME`` picks one, ``impl=\"emitted\"`` the emitted op.")
   return get
 
 

@@ -19,7 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jex
 
-from crossgrad.backends import base, jax_array_api, jax_export, jax_linear, op_core
+from crossgrad.backends import (base, jax_array_api, jax_export, jax_linear, kernel_core,
+                                op_core)
 from crossgrad.registry import namespace, numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -276,7 +277,7 @@ def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
   return run
 
 
-get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
+get = base.make_get(NAME, op_core.emitter(_CORE, _primitive), kernel_core.wrapper(_CORE))
 
 
 def _platform_devices(platform: str) -> list:

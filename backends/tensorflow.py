@@ -16,7 +16,7 @@ import tensorflow as tf
 from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 
-from crossgrad.backends import base, op_core, tensorflow_array_api
+from crossgrad.backends import base, kernel_core, op_core, tensorflow_array_api
 from crossgrad.backends import tensorflow_export
 from crossgrad.backends.tensorflow_array_api import _raw
 from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
@@ -223,7 +223,7 @@ def _forward_mode(op: OpDef, forward: Callable[..., Any], tensors: list) -> Any:
   return tuple(fresh) if isinstance(outputs, tuple) else fresh[0]
 
 
-get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
+get = base.make_get(NAME, op_core.emitter(_CORE, _primitive), kernel_core.wrapper(_CORE))
 
 
 def devices() -> list[str]:

@@ -32,7 +32,7 @@ from torch._functorch.utils import unwrap_dead_wrappers as _unwrap_dead_wrappers
 from torch.autograd import forward_ad
 from torch.utils import _pytree as pytree
 
-from crossgrad.backends import base, op_core, torch_array_api
+from crossgrad.backends import base, kernel_core, op_core, torch_array_api
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import CONSTANTS, EXTENSIONS, FUNCTIONS, Namespace
@@ -551,7 +551,7 @@ def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
   return run
 
 
-get = base.make_get(NAME, op_core.emitter(_CORE, _primitive))
+get = base.make_get(NAME, op_core.emitter(_CORE, _primitive), kernel_core.wrapper(_CORE))
 
 _cpu_devices = 1
 

@@ -25,8 +25,8 @@ from typing import Any, Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
-from crossgrad.checker import (compare, finite_diff, higher_order, round_trips, selection,
-                               special_values)
+from crossgrad.checker import (compare, finite_diff, higher_order, implementations,
+                               round_trips, selection, special_values)
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
@@ -290,6 +290,7 @@ def cross_check(
     precision: str = "highest",
     determinism: bool = False,
     units: Collection[tuple[str, str, str, str]] | None = None,
+    impls: Collection[str] | None = None,
 ) -> Report:
   """Cross-checks ops (names or `OpDef`s; default: every registered op).
 
@@ -330,6 +331,9 @@ def cross_check(
       Off by default: it doubles the time of the forward and vjp rows.
     units: run only these units of work (`work_units`; default all): one shard of a
       check split across processes (`crossgrad.checker.shards`).
+    impls: implementations to check per backend: "emitted" (the op crossgrad emits) and
+      names of registered kernels (`crossgrad.register_kernel`); default all of them. Each
+      kernel gets the emitted op's rows, its ``impl`` naming it (docs/kernels.md).
 
   Returns:
     A `Report`; ``report.ok`` is True only if every row passed and one checked something.
@@ -346,7 +350,8 @@ def cross_check(
   selection.check(opdefs, modules, dtypes, devices, modes)
   settings = _Settings(devices, modes, seed, progress or (lambda _: None),
                        compare.check_tolerance(tolerance), special_values.policy(special),
-                       determinism, None if units is None else frozenset(units))
+                       determinism, None if units is None else frozenset(units),
+                       None if impls is None else frozenset(impls))
   warming = _warm_up(modules, modes, settings)
   with pinned(modules, precision):
     rows = _rows(opdefs, inputs, dtypes, backends, reference, modules, settings, warming)
@@ -431,6 +436,7 @@ class _Settings:
   special: str | None
   determinism: bool
   units: frozenset | None = None
+  impls: Collection[str] | None = None  # Implementations to check (None: all).
 
   def wants(self, op: OpDef, label: str, dtype: str, backend: str) -> bool:
     """Whether this check runs the unit (`work_units`)."""
@@ -496,6 +502,8 @@ class _Target:
   higher: higher_order.Case
   tolerance: float
   bitwise: bool
+  # Per check, a tolerance replacing ``tolerance`` (a 16-bit kernel's: `implementations`).
+  bounds: dict = dataclasses.field(default_factory=dict)
 
   @property
   def is_complex(self) -> bool:
@@ -543,22 +551,36 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: 
   target = _Target(op, params, list(inputs), cotangent, ref_outputs, ref_cts, case, higher,
                    tolerance, bitwise)
   for name, module in wanted.items():
-    chosen, missing = _select_devices(module.devices(), settings.devices)
-    rows.extend(numpy_context.at(backend=name, device=wanted, mode="-").row(
-        Check.DEVICE, note=f"{name} has no such device (it has "
-        f"{', '.join(module.devices())})") for wanted in missing)
-    first = {}  # mode -> (first device, its outputs and cotangents)
-    for device in chosen:
-      eager = None  # This device's eager outputs and cotangents, for the export modes.
-      for mode in higher_order.modes_of(module, settings.modes):
-        context = numpy_context.at(backend=name, device=device, mode=mode)
-        mode_rows, results = _mode_rows(target, context, module, settings, first, eager)
-        rows += mode_rows
-        eager = results if mode == module.MODES[0] and results else eager
-      transforms = higher_order.transforms_of(module, settings.modes)
-      if transforms and not complex_case:
-        settings.say(f"  {op.name} {label} {dtype} {name} {device} {', '.join(transforms)}")
-        rows.extend(higher_order.transform_rows(higher, name, module, device, transforms))
+    for impl, impl_target in implementations.targets(target, name, module, settings.impls,
+                                                     _evaluate):
+      with implementations.scope(impl):
+        backend_rows = _backend_rows(impl_target, numpy_context, name, module, settings)
+      rows += implementations.judged(backend_rows, impl)
+  return rows
+
+
+def _backend_rows(target: _Target, numpy_context: RowContext, name: str, module,
+                  settings: _Settings) -> list[Row]:
+  """The rows of one backend (and implementation: `implementations.scope`) in every
+  device and mode."""
+  op, label, dtype = target.op, numpy_context.params, numpy_context.dtype
+  chosen, missing = _select_devices(module.devices(), settings.devices)
+  rows = [numpy_context.at(backend=name, device=wanted, mode="-").row(
+      Check.DEVICE, note=f"{name} has no such device (it has "
+      f"{', '.join(module.devices())})") for wanted in missing]
+  first = {}  # mode -> (first device, its outputs and cotangents)
+  for device in chosen:
+    eager = None  # This device's eager outputs and cotangents, for the export modes.
+    for mode in higher_order.modes_of(module, settings.modes):
+      context = numpy_context.at(backend=name, device=device, mode=mode)
+      mode_rows, results = _mode_rows(target, context, module, settings, first, eager)
+      rows += mode_rows
+      eager = results if mode == module.MODES[0] and results else eager
+    transforms = higher_order.transforms_of(module, settings.modes)
+    if transforms and not target.is_complex:
+      settings.say(f"  {op.name} {label} {dtype} {name} {device} {', '.join(transforms)}")
+      rows.extend(higher_order.transform_rows(target.higher, name, module, device,
+                                              transforms))
   return rows
 
 
@@ -597,9 +619,12 @@ def _mode_rows(target: _Target, context: RowContext, module, settings: _Settings
   narrowed = round_trips.narrows_integers(module, context.mode)
   for check, got, want, names in ((Check.FORWARD, outputs, target.outputs, output_names),
                                   (Check.VJP, cts, target.cotangents, input_names)):
+    bound = target.bounds.get(check, tolerance)
     result = compare.compare(compare.narrowing_undone(narrowed, got, want), want, names,
-                             tolerance, bitwise=bitwise, whole_vector=check == Check.VJP)
-    rows.append(context.row(check, result.error, tolerance, result.ok, result.note, seconds,
+                             bound, bitwise=bitwise, whole_vector=check == Check.VJP)
+    note = result.note if check not in target.bounds else "; ".join(
+        filter(None, [implementations.RELATIVE_NOTE.format(bound / 2), result.note]))
+    rows.append(context.row(check, result.error, bound, result.ok, note, seconds,
                             result.ulps))
   if settings.determinism:
     rows.append(_determinism_row(context, run, results, output_names + input_names))

@@ -97,11 +97,11 @@ def _unique(values: Iterable) -> list:
 
 def grid(rows: list[Row]) -> Grid:
   """The grid of a report's rows; backends in order of appearance, each with its modes."""
-  backends = _unique(r.backend for r in rows)
-  modes = {b: _unique(r.mode for r in rows if r.backend == b) for b in backends}
+  backends = _unique(r.implementation for r in rows)  # A kernel is a backend of its own.
+  modes = {b: _unique(r.mode for r in rows if r.implementation == b) for b in backends}
   groups: dict[tuple[str, str, str, str], list[Row]] = {}
   for row in rows:
-    groups.setdefault((row.op, row.params, row.backend, row.mode), []).append(row)
+    groups.setdefault((row.op, row.params, row.implementation, row.mode), []).append(row)
   return Grid(_unique((r.op, r.params) for r in rows),
               [(b, m) for b in backends for m in modes[b]],
               {key: summarize(group) for key, group in groups.items()})

@@ -67,6 +67,10 @@ _MODES = flags.DEFINE_list(
     "scan, checkpoint, vectorized_map), and export round trips, which run only when named "
     "here (saved_model, jax2tf, export); default: every execution and transformation mode "
     "of each backend.")
+_IMPLS = flags.DEFINE_list(
+    "impls", None, "Implementations to check per backend: 'emitted' (the op crossgrad emits) "
+    "and names of registered kernels (crossgrad.register_kernel; docs/kernels.md); default "
+    "all of them.")
 _CPU_DEVICES = flags.DEFINE_integer(
     "cpu_devices", None, "Split the host CPU into this many logical devices (cpu:0 ...) "
     "in every backend before checking, to cover multi-device runs without accelerators.")
@@ -260,7 +264,7 @@ def _run_here(ops, units, shard, tolerance, special) -> tuple[Report, dict | Non
       ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
       modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
       precision=_PRECISION.value, determinism=_DETERMINISM.value, units=mine,
-      progress=lambda line: print(line, file=sys.stderr, flush=True))
+      impls=_IMPLS.value, progress=lambda line: print(line, file=sys.stderr, flush=True))
   if cache:
     print(compile_cache.summary(cache, compile_cache.stats(_BACKENDS.value)), file=sys.stderr)
   return report, identity

@@ -65,6 +65,9 @@ class Row:
   * ``skipped``: a mode or check the op or backend cannot run, with the reason in ``note``;
   * ``reference``, ``sample``: the NumPy reference, or the op's ``sample``, raised.
 
+  ``impl`` is the implementation checked: ``emitted`` (the op crossgrad emits) or the name of
+  a registered kernel (docs/kernels.md); the table and the grid show it after the backend.
+
   ``ulps`` is the largest distance between corresponding elements in units in the last
   place of the dtype (comparison rows only). An ``advisory`` row passes (``ok``) but reports
   a divergence at special values; ``advisory`` says what differed ("NaN vs a number",
@@ -85,10 +88,16 @@ class Row:
   seconds: float = 0.0
   ulps: float | None = None
   advisory: str = ""
+  impl: str = "emitted"
 
   @property
   def status(self) -> str:
     return ADVISORY if self.advisory else OK if self.ok else FAIL
+
+  @property
+  def implementation(self) -> str:
+    """The backend and, for a registered kernel, its name: ``jax[pallas_relu]``."""
+    return self.backend if self.impl == "emitted" else f"{self.backend}[{self.impl}]"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +129,8 @@ _COLUMNS = ("op", "params", "backend", "device", "dtype", "mode", "check", "erro
 def _cell(row: Row, column: str) -> str:
   if column == "status":
     return row.status
+  if column == "backend":
+    return row.implementation
   value = getattr(row, column)
   if column == "ulps" and value is not None:
     return f"{value:.0f}" if math.isfinite(value) else "inf"

@@ -41,7 +41,7 @@ MODE_SECONDS = {
 OTHER_MODE_SECONDS = 1.5  # A mode not measured: export round trips, a Keras backend's worker.
 REFERENCE_SECONDS = 0.05  # The sample, finite differences and the reference's own rows.
 # The check's flags that choose its rows: equal in every shard of one check.
-ROW_FLAGS = ("ops", "backends", "dtypes", "devices", "modes", "cpu_devices", "module",
+ROW_FLAGS = ("ops", "backends", "dtypes", "devices", "modes", "impls", "cpu_devices", "module",
              "tolerance", "special", "precision", "determinism", "seed")
 # Environment entries that may differ between the machines running one check's shards.
 MACHINE_ONLY = ("platform",)
