@@ -1,0 +1,16 @@
+"""The kernels example: its Pallas and Triton kernels green in every mode they run."""
+
+import os
+import subprocess
+import sys
+
+
+def test_example_checks_its_kernels_green():
+  done = subprocess.run([sys.executable, "-m", "crossgrad.examples.kernels"],
+                        capture_output=True, text=True, timeout=600, check=False,
+                        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+  table = done.stdout
+  for where in ("jax[pallas]", "torch[triton]"):
+    assert f"{where}  cpu:0" in table or f"{where} " in table
+  assert " FAIL " not in table and "0 failing" in table
