@@ -12,7 +12,9 @@ import contextlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import tensorflow as tf
+
+from crossgrad.backends import triton_first  # pylint: disable=unused-import  # Before TF.
+import tensorflow as tf  # pylint: disable=g-bad-import-order,wrong-import-order
 from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 

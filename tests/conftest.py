@@ -8,6 +8,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 if shutil.which("nvidia-smi") is None:  # No GPU: Triton kernels run in its interpreter,
   os.environ.setdefault("TRITON_INTERPRET", "1")  # read before triton is imported.
 
+# Triton (where installed) loads before any test imports TensorFlow.
+from crossgrad.backends import triton_first  # pylint: disable=g-import-not-at-top,unused-import,wrong-import-position
+
 import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 import pytest  # pylint: disable=g-import-not-at-top,wrong-import-position
 

@@ -151,32 +151,3 @@ def tensorflow_kernel(bug: str | None = None):
     return fused(x)
   return leaky
 
-
-def check_triton_in_subprocess(bug: str | None, modes=None):
-  """The cross-check of the Triton kernel (``bug`` planted) as a `Report`, run in a process
-  of its own: triton's LLVM aborts the process when TensorFlow's is loaded already."""
-  import json  # pylint: disable=g-import-not-at-top
-  import os  # pylint: disable=g-import-not-at-top
-  import subprocess  # pylint: disable=g-import-not-at-top
-  import sys  # pylint: disable=g-import-not-at-top
-  done = subprocess.run([sys.executable, __file__, json.dumps([bug, modes])],
-                        capture_output=True, text=True, timeout=600, check=False,
-                        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-  if done.returncode != 0:
-    raise RuntimeError(done.stderr[-3000:])
-  return cg.Report.from_dict(json.loads(done.stdout))
-
-
-def _main(argv):
-  import json  # pylint: disable=g-import-not-at-top
-  bug, modes = json.loads(argv[1])
-  cg.register_kernel(OP, "torch", triton_kernel(bug), name="k",
-                     unsupported_modes=triton_unsupported())
-  report = cg.cross_check(OP, backends=["torch"], modes=modes, dtypes=["float32"],
-                          special=False, impls=["k"])
-  print(report.to_json())
-
-
-if __name__ == "__main__":
-  import sys as _sys  # pylint: disable=g-import-not-at-top
-  _main(_sys.argv)

@@ -70,11 +70,8 @@ def test_kernel_outputs_get_the_op_core_checks(registered, result, message):
 def test_correct_kernels_are_green_in_every_mode_they_run(registered, backend):
   if backend == "torch" and importlib.util.find_spec("triton") is None:
     pytest.fail("triton is not installed (the 'all' extra installs it)")
-  if backend == "torch":
-    report = kf.check_triton_in_subprocess(None)
-  else:
-    registered(backend)
-    report = cg.cross_check(kf.OP, backends=[backend], impls=["k"], **_FAST)
+  registered(backend)
+  report = cg.cross_check(kf.OP, backends=[backend], impls=["k"], **_FAST)
   rows = _kernel_rows(report)
   assert report.ok, report.table(failures_only=True)
   checked = {(row.mode, row.check) for row in rows if row.check != "skipped"}
@@ -104,11 +101,8 @@ def _failing(report):
 ])
 def test_planted_kernel_bugs_are_caught(registered, backend, bug, wrong):
   modes = {"jax": ["eager", "jit"], "torch": ["eager"], "tensorflow": ["eager", "graph", "jit"]}
-  if backend == "torch":
-    report = kf.check_triton_in_subprocess(bug, modes["torch"])
-  else:
-    registered(backend, bug=bug)
-    report = cg.cross_check(kf.OP, backends=[backend], modes=modes[backend], **_FAST)
+  registered(backend, bug=bug)
+  report = cg.cross_check(kf.OP, backends=[backend], modes=modes[backend], **_FAST)
   assert not report.ok
   assert all(row.impl == "k" for row in report.failures)  # The emitted op stays green.
   assert _failing(report) == wrong, report.table(failures_only=True)
