@@ -277,7 +277,27 @@ def _primitive(core: op_core.OpCore) -> Callable[..., Any]:
   return run
 
 
-get = base.make_get(NAME, op_core.emitter(_CORE, _primitive), kernel_core.wrapper(_CORE))
+def _kernel_guard(kernel, arrays: list, check: Callable[[list], None]) -> list:
+  """`kernel_core.wrapper`'s guard: a `jax.custom_vjp` identity checking the cotangents,
+  for kernels that declare no forward mode (a custom_vjp has none; JAX itself checks the
+  shapes of a custom_vjp's cotangents, not their dtypes)."""
+  if "jvp" not in kernel.unsupported_modes:
+    return arrays
+
+  @jax.custom_vjp
+  def identity(*xs):
+    return xs
+
+  def backward(_, cotangents):
+    check(list(cotangents))
+    return tuple(cotangents)
+
+  identity.defvjp(lambda *xs: (xs, None), backward)
+  return list(identity(*arrays))
+
+
+get = base.make_get(NAME, op_core.emitter(_CORE, _primitive),
+                    kernel_core.wrapper(_CORE, _kernel_guard))
 
 
 def _platform_devices(platform: str) -> list:

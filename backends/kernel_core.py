@@ -24,14 +24,26 @@ from crossgrad.registry.opdef import OpDef
 from crossgrad.registry.validation import ArraySpec
 
 
-def wrapper(adapter: op_core.Adapter) -> Callable[[OpDef, dict, Kernel], Callable[..., Any]]:
-  """A backend's ``wrap_kernel`` for `base.make_get`: the kernel's callable, checked."""
+Guard = Callable[[Kernel, list, Callable[[list], None]], list]
+
+
+def wrapper(adapter: op_core.Adapter,
+            guard: Guard | None = None) -> Callable[[OpDef, dict, Kernel], Callable[..., Any]]:
+  """A backend's ``wrap_kernel`` for `base.make_get`: the kernel's callable, checked.
+
+  ``guard(kernel, arrays, check)``, where a backend has one, returns the differentiable
+  inputs through an identity whose backward calls ``check`` on their cotangents (as the
+  kernel's backward made them): `validation.check_cotangents`, the emitted op's check. It
+  returns ``arrays`` unchanged where it cannot do so without taking a mode from the kernel.
+  """
   def wrap(op: OpDef, params: dict, kernel: Kernel) -> Callable[..., Any]:
     core = op_core.OpCore(adapter, op, params)
     checked: dict[tuple, bool] = {}
 
     def call(*inputs):
       arrays = core.prepare(inputs)
+      if guard is not None and op.diff_argnums:
+        arrays = _guarded(core, kernel, arrays, guard)
       outputs = kernel.fn(*arrays, **params)
       outs = validation.as_tuple(outputs)
       if adapter.tracing():
@@ -46,6 +58,24 @@ def wrapper(adapter: op_core.Adapter) -> Callable[[OpDef, dict, Kernel], Callabl
     call.core, call.kernel = core, kernel
     return call
   return wrap
+
+
+def _guarded(core: op_core.OpCore, kernel: Kernel, arrays: list, guard: Guard) -> list:
+  """``arrays`` with the differentiable ones through the backend's ``guard``."""
+  op, spec_of = core.op, core.adapter.spec_of
+  in_specs = tuple(map(spec_of, arrays))
+
+  def check(cotangents: list) -> None:
+    full = [None] * len(arrays)
+    for i, ct in zip(op.diff_argnums, cotangents):
+      full[i] = ct
+    validation.check_cotangents(op, core.name, in_specs, tuple(full), spec_of)
+
+  moved = guard(kernel, [arrays[i] for i in op.diff_argnums], check)
+  arrays = list(arrays)
+  for i, x in zip(op.diff_argnums, moved):
+    arrays[i] = x
+  return arrays
 
 
 def _reference_shapes(op: OpDef, params: dict, specs: Sequence[ArraySpec]) -> list[tuple]:

@@ -225,7 +225,23 @@ def _forward_mode(op: OpDef, forward: Callable[..., Any], tensors: list) -> Any:
   return tuple(fresh) if isinstance(outputs, tuple) else fresh[0]
 
 
-get = base.make_get(NAME, op_core.emitter(_CORE, _primitive), kernel_core.wrapper(_CORE))
+def _kernel_guard(kernel, arrays: list, check: Callable[[list], None]) -> list:
+  """`kernel_core.wrapper`'s guard: a `tf.custom_gradient` identity checking the
+  cotangents (TensorFlow does not check what a custom gradient returns)."""
+  del kernel
+
+  @tf.custom_gradient
+  def identity(*xs):
+    def grad(*cotangents):
+      check([tf.convert_to_tensor(c) for c in cotangents])
+      return list(cotangents)
+    return [tf.identity(x) for x in xs], grad
+
+  return list(identity(*arrays))
+
+
+get = base.make_get(NAME, op_core.emitter(_CORE, _primitive),
+                    kernel_core.wrapper(_CORE, _kernel_guard))
 
 
 def devices() -> list[str]:

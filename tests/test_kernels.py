@@ -134,3 +134,29 @@ def test_16_bit_kernels_are_judged_against_the_emitted_error(registered):
   assert rows["wide", "forward"].ok and "16-bit kernel" in rows["wide", "forward"].note
   assert not rows["off", "forward"].ok
   assert rows["emitted", "forward"].ok
+
+
+def test_kernel_cotangents_get_the_op_core_checks(registered):
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  @jax.custom_vjp
+  def half_gradient(x):
+    return x
+
+  half_gradient.defvjp(lambda x: (x, None), lambda _, g: (g.astype(jnp.float16),))
+  registered("jax", fn=lambda x, *, slope=0.1: half_gradient(x), unsupported={"jvp": "vjp"})
+  with pytest.raises(cg.CrossgradError, match="cotangent dtype differs") as error:
+    jax.grad(lambda x: cg.jax.get(kf.OP)(x).sum())(jnp.ones(4, jnp.float32))
+  assert "float16" in str(error.value) and "float32" in str(error.value)
+
+  @tf.custom_gradient
+  def short_gradient(x):
+    return tf.identity(x), lambda g: g[:2]
+
+  registered("tensorflow", fn=lambda x, *, slope=0.1: short_gradient(x))
+  x = tf.ones(4)
+  with tf.GradientTape() as tape, pytest.raises(cg.CrossgradError, match="cotangent shape"):
+    tape.watch(x)
+    tape.gradient(tf.reduce_sum(cg.tensorflow.get(kf.OP)(x)), x)
