@@ -80,7 +80,7 @@ def _evaluate(module, op: OpDef, params: dict, inputs, cotangent, *, device: str
   """``module.evaluate``, its cotangents in JAX's convention, the reference's: a backend
   whose complex gradients are conjugated (``CONJUGATE_COMPLEX_GRADIENTS``: TensorFlow,
   torch) gets the conjugate cotangent and its cotangents are conjugated back."""
-  if not (op.allow_complex and getattr(module, "CONJUGATE_COMPLEX_GRADIENTS", False)):
+  if not (op.allow_complex and round_trips.capabilities(module).CONJUGATE_COMPLEX_GRADIENTS):
     return module.evaluate(op, params, inputs, cotangent, device=device, mode=mode)
   outputs, cts = module.evaluate(op, params, inputs, _conjugated(cotangent), device=device,
                                  mode=mode)
@@ -269,8 +269,9 @@ def _warm_up(modules: dict[str, Any], modes: Sequence[str] | None,
   then runs alongside the other backends' rows); returns their names."""
   started = []
   for name, module in modules.items():
-    if hasattr(module, "warm_up") and settings.runs_backend(name):
-      module.warm_up(higher_order.modes_of(module, modes))
+    warm_up = round_trips.capabilities(module).warm_up
+    if warm_up is not None and settings.runs_backend(name):
+      warm_up(higher_order.modes_of(module, modes))
       started.append(name)
   return started
 
@@ -603,13 +604,13 @@ def _mode_rows(target: _Target, context: RowContext, module, settings: _Settings
                             result.ulps))
   if settings.determinism:
     rows.append(_determinism_row(context, run, results, output_names + input_names))
-  if target.case is not None and context.mode not in getattr(module, "EXTRA_MODES", ()):
+  if target.case is not None and context.mode not in round_trips.capabilities(module).EXTRA_MODES:
     # Export round trips are compared with eager (``round_trip``), which has these.
     rows.append(special_values.row(op, target.params, context, module, target.case,
                                    tolerance, bitwise, settings.special == "strict"))
   if target.is_complex:
     return rows + [context.row(Check.SKIPPED, ok=True, note=COMPLEX_NOT_COVERED)], results
-  if hasattr(module, "evaluate_higher_order"):  # Else skipped rows say why.
+  if round_trips.capabilities(module).evaluate_higher_order:  # Else skipped rows say why.
     settings.say(f"  {where} {context.mode}: jvp, second order")
   rows.extend(higher_order.mode_rows(target.higher, context.backend, module, context.device,
                                      context.mode, eager, results))

@@ -52,13 +52,13 @@ def modes_of(module: Any, modes: Sequence[str] | None) -> list[str]:
   in `EXTRA_MODES` only so) otherwise."""
   if modes is None:
     return list(module.MODES)
-  known = tuple(module.MODES) + tuple(getattr(module, "EXTRA_MODES", ()))
+  known = tuple(module.MODES) + round_trips.capabilities(module).EXTRA_MODES
   return [m for m in modes if m in known]
 
 
 def transforms_of(module: Any, modes: Sequence[str] | None) -> list[str]:
   """The backend's transformation modes to run: all by default, asked-for ones otherwise."""
-  transforms = tuple(getattr(module, "TRANSFORMS", ()))
+  transforms = round_trips.capabilities(module).TRANSFORMS
   return list(transforms) if modes is None else [m for m in modes if m in transforms]
 
 
@@ -373,12 +373,13 @@ def mode_rows(case: Case, backend: str, module: Any, device: str, mode: str,
   ``eager`` (the backend's eager outputs and cotangents; computed here if None)."""
   op = case.op
   rows = []
-  if mode in getattr(module, "EXTRA_MODES", ()):
+  optional = round_trips.capabilities(module)
+  if mode in optional.EXTRA_MODES:
     rows.append(_round_trip_row(case, backend, module, device, mode, eager, results))
-  unsupported = getattr(module, "UNSUPPORTED_CHECKS", {})
+  unsupported = optional.UNSUPPORTED_CHECKS
   reasons = {}
   for kind in KINDS:
-    if not hasattr(module, "evaluate_higher_order"):
+    if optional.evaluate_higher_order is None:
       reasons[kind] = f"{backend} has no evaluate_higher_order"
     elif (kind, mode) in unsupported:
       reasons[kind] = unsupported[(kind, mode)]

@@ -111,8 +111,8 @@ def check(opdefs: Sequence[OpDef], modules: dict[str, Any], dtypes: Sequence[str
   if not wanted:
     raise nothing_to_check(_name("devices", flags), "no device selected")
   every_mode = [m for module in modules.values() or [base.load("numpy")]
-                for m in (*module.MODES, *getattr(module, "EXTRA_MODES", ()),
-                          *getattr(module, "TRANSFORMS", ()))]
+                for optional in [round_trips.capabilities(module)]
+                for m in (*module.MODES, *optional.EXTRA_MODES, *optional.TRANSFORMS)]
   every_mode = list(dict.fromkeys(every_mode))
   for value in modes or ():
     if value not in every_mode:
