@@ -249,7 +249,7 @@ def _environment(backends: Iterable[str]) -> dict[str, Any]:
 
 
 def _comparer(tolerance: float, bitwise: bool) -> Callable[..., tuple[float, str]]:
-  """`higher_order.Case`'s comparison: (error, note) of `compare.compare` at ``tolerance``."""
+  """`higher_order.OpCase`'s comparison: (error, note) of `compare.compare` at ``tolerance``."""
   def compare_arrays(actual, expected, names, whole_vector=False):
     result = compare.compare(actual, expected, names, tolerance, bitwise=bitwise,
                              whole_vector=whole_vector)
@@ -493,8 +493,8 @@ class _Target:
   cotangent: list[np.ndarray | None]
   outputs: tuple
   cotangents: tuple
-  case: special_values.Case | None
-  higher: higher_order.Case
+  case: special_values.SpecialCase | None
+  higher: higher_order.OpCase
   tolerance: float
   bitwise: bool
 
@@ -538,7 +538,7 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: 
           Check.SPECIAL, ok=not strict, note=("" if strict else "advisory: ")
           + "reference on special values: " + _first_line(e),
           advisory="" if strict else "reference raises")] if own else []
-  higher = higher_order.Case(op, params, label, dtype, list(inputs), list(cotangent),
+  higher = higher_order.OpCase(op, params, label, dtype, list(inputs), list(cotangent),
                              tolerance, _comparer(tolerance, bitwise), settings.seed,
                              second, (outputs, vjp_fn, ref_cts))
   target = _Target(op, params, list(inputs), cotangent, ref_outputs, ref_cts, case, higher,
