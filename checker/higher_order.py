@@ -36,11 +36,11 @@ import numpy as np
 
 from crossgrad.backends import base
 from crossgrad.checker import compare, finite_diff, round_trips
-from crossgrad.checker.report import Check, Row, RowContext
+from crossgrad.checker.report import Check, Row, RowContext, first_line
 from crossgrad.registry import validation
 from crossgrad.registry.opdef import OpDef
 
-KINDS = (Check.JVP, Check.SECOND_ORDER)
+CHECKS = (Check.JVP, Check.SECOND_ORDER)  # The checks of one `evaluate_higher_order` call.
 DUAL_LIMIT = 4096  # Outputs up to this many elements get the transposed backward in full.
 SECOND_ORDER_FULL_LIMIT = 2048  # Inputs up to this many elements: second order in full.
 DIRECTIONS = 4  # Random directions of a dot-product test, beyond those limits.
@@ -386,27 +386,19 @@ def _attempt(call: Callable[[], Any]) -> _Attempt:
   except NotImplementedError as e:
     return _Attempt(skipped=str(e) or "not implemented")
   except Exception as e:  # pylint: disable=broad-except
-    return _Attempt(seconds=time.perf_counter() - started, error=_first_line(e))
-
-
-def _first_line(e: BaseException) -> str:
-  text = str(e).strip().splitlines()
-  return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
+    return _Attempt(seconds=time.perf_counter() - started, error=first_line(e))
 
 
 def mode_rows(case: OpCase, backend: str, module: Any, device: str, mode: str,
-              eager: tuple | None, results: tuple) -> list[Row]:
+              results: tuple) -> list[Row]:
   """``jvp`` and ``second_order`` rows of one backend, device and mode (one call of the
-  backend's `evaluate_higher_order`), and in an export mode a ``round_trip`` row against
-  ``eager`` (the backend's eager outputs and cotangents; computed here if None)."""
+  backend's `evaluate_higher_order`); ``results``: its `evaluate`'s there."""
   op = case.op
   rows = []
   optional = round_trips.capabilities(module)
-  if mode in optional.EXTRA_MODES:
-    rows.append(_round_trip_row(case, backend, module, device, mode, eager, results))
   unsupported = optional.UNSUPPORTED_CHECKS
   reasons = {}
-  for kind in KINDS:
+  for kind in CHECKS:
     if optional.evaluate_higher_order is None:
       reasons[kind] = f"{backend} has no evaluate_higher_order"
     elif (kind, mode) in unsupported:
@@ -415,14 +407,14 @@ def mode_rows(case: OpCase, backend: str, module: Any, device: str, mode: str,
       reasons[kind] = op.unsupported_modes[f"{backend}:{kind}"]
   if op.backward_not_differentiable and Check.SECOND_ORDER not in reasons:
     reasons[Check.SECOND_ORDER] = f"backward not differentiable: {op.backward_not_differentiable}"
-  wanted = [kind for kind in KINDS if kind not in reasons]
+  wanted = [kind for kind in CHECKS if kind not in reasons]
   got = _Attempt((None, None))
   if wanted:
     got = _attempt(lambda: module.evaluate_higher_order(
         op, case.params, case.inputs, case.cotangent,
         case.tangents if Check.JVP in wanted else None,
         case.direction if Check.SECOND_ORDER in wanted else None, device=device, mode=mode))
-  for k, kind in enumerate(KINDS):
+  for k, kind in enumerate(CHECKS):
     if kind in reasons:
       rows.append(_skip(case, backend, device, mode, kind, reasons[kind]))
     elif got.failed:
@@ -445,7 +437,10 @@ def mode_rows(case: OpCase, backend: str, module: Any, device: str, mode: str,
   return rows
 
 
-def _round_trip_row(case, backend, module, device, mode, eager, results) -> Row:
+def round_trip_row(case: OpCase, backend: str, module: Any, device: str, mode: str,
+                   eager: tuple | None, results: tuple) -> Row:
+  """An export mode's outputs and cotangents (``results``) against ``eager`` (the backend's
+  eager ones; computed here if None)."""
   if eager is None:
     eager = module.evaluate(case.op, case.params, case.inputs, case.cotangent, device=device,
                             mode=module.MODES[0])

@@ -67,9 +67,8 @@ def policy(special: bool | str, argument: str = "special") -> str | None:
 _floating = compare.is_floating
 
 
-def values(op: OpDef, params: dict, dtype: str) -> np.ndarray:
+def values(op: OpDef, params: dict, dtype: np.dtype) -> np.ndarray:
   """The special values for ``op`` at ``params`` in ``dtype``, most telling first, unique."""
-  dtype = compare.dtype_of(dtype)
   info = compare.finfo(dtype)
   found = [np.nan, np.inf, -np.inf, -0.0, 0.0, info.max, -info.max, info.tiny, -info.tiny]
   for edge in (op.edge_samples(**params) if op.edge_samples is not None else ()):
@@ -86,7 +85,7 @@ def values(op: OpDef, params: dict, dtype: str) -> np.ndarray:
 
 
 def special_inputs(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
-                   dtype: str) -> list[np.ndarray]:
+                   dtype: np.dtype) -> list[np.ndarray]:
   """``inputs`` (already in ``dtype``) with the special values written over their start."""
   specials = values(op, params, dtype)
   n = len(specials)
@@ -166,11 +165,11 @@ def _reference(op, params, inputs, reference, cotangent=None):
   return [*outputs, *cotangents], cotangent
 
 
-def prepare(op: OpDef, params: dict, inputs: Sequence[np.ndarray], dtype: str, reference,
+def prepare(op: OpDef, params: dict, inputs: Sequence[np.ndarray], dtype: np.dtype, reference,
             seed: int) -> SpecialCase:
   """The reference on the special version of ``inputs``; raises what the reference raises."""
   special = special_inputs(op, params, inputs, dtype)
-  rng = np.random.default_rng([seed, zlib.crc32(f"special {dtype}".encode())])
+  rng = np.random.default_rng([seed, zlib.crc32(f"special {dtype.name}".encode())])
   expected, cotangent = _reference(
       op, params, special, reference,
       lambda o: finite_diff.uniform(rng, o.shape, o.dtype))
