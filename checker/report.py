@@ -42,7 +42,7 @@ OK, FAIL, ADVISORY = "ok", "FAIL", "ADVISORY"
 class Row:
   """One comparison: an op's forward, VJP or finite-difference check in one setting.
 
-  ``check`` (a `Check`) is one of:
+  ``check`` (a `Check`, or a kind's own name: `crossgrad.checker.rows`) is one of:
 
   * ``fd``: the reference backward against finite differences of the forward (of the
     surrogate for surrogate ops), float64;

@@ -194,8 +194,8 @@ def test_a_registered_backend_claims_its_arrays(toy):
 @pytest.mark.parametrize("name", ["numpy", "tensorflow", "jax", "torch"])
 def test_a_backend_keeps_no_reference_to_the_arrays_it_ran_on(name):
   """Backends keep compiled runners between calls (`base.compiled`); a runner that held
-  the arrays of its first call would keep them for the life of the process (a check at a
-  million elements kept tens of megabytes this way)."""
+  the arrays of its first call would keep them for the life of the process (tens of
+  megabytes in a check at a million elements)."""
   import gc  # pylint: disable=g-import-not-at-top
   import weakref  # pylint: disable=g-import-not-at-top
   module, op, rng = base.load(name), cg.get("leaky_relu"), np.random.default_rng(0)
