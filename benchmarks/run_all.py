@@ -42,7 +42,8 @@ PENDING = ("keras_step", "tensorflow_array_overhead")
 TOOLS = ("array_api_conformance", "docs_tables")
 # Modules the benchmarks import; not binaries.
 LIBRARIES = ("array_api_modes", "array_api_no_shrink_plugin", "array_api_tensorshape_plugin",
-             "handwritten", "handwritten_torch", "hlo", "sparse_layer", "sparse_loops", "timing")
+             "handwritten", "handwritten_checked", "handwritten_torch", "hlo", "sparse_layer",
+             "sparse_loops", "timing")
 
 
 def _headlines(results: dict) -> dict:

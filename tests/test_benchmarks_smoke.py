@@ -4,6 +4,7 @@ import ast
 import importlib
 import inspect
 import json
+import math
 import pathlib
 
 from absl import flags
@@ -67,7 +68,10 @@ def test_run_all_quick_writes_every_table(tmp_path):
                    if op in handwritten_torch.BASELINES or not mode.startswith("torch")}
   for row in overhead_json["rows"]:
     assert all(_positive(row[k]) for k in ("crossgrad ms", "hand-written ms", "ratio",
-                                           "ratio q1", "ratio q3"))
+                                           "ratio q1", "ratio q3", "checked ms",
+                                           "checked ratio"))
+    assert math.isclose(row["extra us"], (row["crossgrad ms"] - row["checked ms"]) * 1e3,
+                        abs_tol=1e-6)
     assert row["ratio q1"] <= row["ratio q3"]
   over = [r for r in overhead_json["rows"]  # The targets: 1.05 under XLA, else 1.10.
           if r["ratio"] > (1.05 if r["mode"] in ("jax.jit", "tf.function(jit_compile=True)")
