@@ -47,7 +47,8 @@ LIBRARIES = ("array_api_modes", "array_api_no_shrink_plugin", "array_api_tensors
 
 
 def _headlines(results: dict) -> dict:
-  """The figures the issue sets targets for, read from each benchmark's payload."""
+  """The headline figures (those with targets among them), read from each benchmark's
+  payload."""
   out = {}
   if "overhead" in results:
     out["overhead_rows_over_target"] = results["overhead"]["summary"].get("rows_over_target")

@@ -231,9 +231,9 @@ def _run() -> tuple[Report | int, dict | None]:
 
 
 # A process running the check holds about a million long-lived objects (three frameworks,
-# their traced and compiled programs), and each full collection walks them all: eleven
-# took 2.8 s of a warm shard's 25 s. One full collection per 100 of generation 1 (not 10)
-# made it two, 0.95 s; younger garbage is collected as often as before.
+# their traced and compiled programs), and each full collection walks them all: one per
+# 100 collections of generation 1 (Python's default: 10) makes them rare, while younger
+# garbage is collected as often as by default.
 GC_THRESHOLDS = (700, 10, 100)
 
 
