@@ -254,8 +254,8 @@ def _note_value_read(x: Any):
   """A `validation` value reader that only notes the question about a JAX array
   (`_primitive`). Other arrays pass untouched: torch.compile traces this reader for a
   tensor, and a global it changed would recompile each compiled caller after every
-  eager JAX call that reads values."""
-  if isinstance(x, jax.Array):
+  eager JAX call that reads values. An op body's `jax_array_object.Array` is a JAX array."""
+  if isinstance(x, (jax.Array, jax_array_object.Array)):
     _VALUE_READS.append(True)
   return NotImplemented
 

@@ -249,7 +249,9 @@ def _traced(x: torch.Tensor) -> bool:
 
 
 def _read_values(x: Any):
-  """NumPy values of an eager tensor; None where traced."""
+  """NumPy values of an eager tensor (an op body's array too); None where traced."""
+  if type(x) is torch_array_object.Array:
+    x = x.tensor
   if not isinstance(x, torch.Tensor):
     return NotImplemented
   if _traced(x):
@@ -266,6 +268,8 @@ _BOUNDED = frozenset(getattr(torch, name) for name in (
 def _read_bounds(x: Any):
   """``(min, max)`` of a real eager tensor by one torch reduction; None where traced or
   empty."""
+  if type(x) is torch_array_object.Array:
+    x = x.tensor
   if not isinstance(x, torch.Tensor):
     return NotImplemented
   if _traced(x):

@@ -126,7 +126,8 @@ class Array:
   def __getitem__(self, key):
     if type(key) is int or type(key) is tuple and all(map(_is_basic, key)):
       return Array(self.tensor[key])
-    return Array(self.tensor.__getitem__(*_standard_key(self.tensor, key)))
+    tensor, key = _standard_key(self.tensor, key)
+    return Array(tensor[key])
 
   def __setitem__(self, key, value):
     tensor, key = _standard_key(self.tensor, key)
@@ -212,60 +213,63 @@ def _inexact(t: torch.Tensor) -> bool:
   return t.is_floating_point() or t.is_complex()
 
 
-def _fast_binary(name, dunder, floating_only=False):
-  """The standard's operator: torch's own at once where its promotion is the standard's (two
-  arrays of one dtype; a Python int or float with a floating or complex array), else
-  ``xp``'s function."""
+def _fast_binary(name, python_op, floating_only=False):
+  """The standard's operator: Python's (so torch's, the very call plain code makes) where
+  torch's promotion is the standard's (two arrays of one dtype; a Python int with a numeric
+  array, a float with a floating or complex one), else ``xp``'s function. ``floating_only``:
+  the fast path for floating and complex arrays only (``/`` of integers, ``**``, ``@``)."""
   slow, slow_reflected = _binary(name)
-  forward_fn = getattr(torch.Tensor, f"__{dunder}__")
-  reflected_fn = getattr(torch.Tensor, f"__r{dunder}__", None)
 
   def same(t, other) -> bool:
     kind = type(other)
     if kind is Array:
       return other.tensor.dtype == t.dtype and (not floating_only or _inexact(t))
-    return (kind is float or kind is int) and _inexact(t)
+    if kind is int:
+      return t.dtype != torch.bool and (not floating_only or _inexact(t))
+    return kind is float and _inexact(t)
 
   def forward(self, other):
     t = self.tensor
     if same(t, other):
-      return Array(forward_fn(t, other.tensor if type(other) is Array else other))
+      return Array(python_op(t, other.tensor if type(other) is Array else other))
     return slow(self, other)
 
   def reflected(self, other):
     t = self.tensor
-    if reflected_fn is not None and same(t, other) and type(other) is not Array:
-      return Array(reflected_fn(t, other))
+    if same(t, other) and type(other) is not Array:
+      return Array(python_op(other, t))
     return slow_reflected(self, other)
 
   return forward, reflected
 
 
+def _unary(name, python_op):
+  """The standard's unary operator: Python's on a floating or complex array, else ``xp``'s
+  function (torch's ``-`` refuses bool; ``abs`` of a uint8 wraps)."""
+  def apply(self):
+    t = self.tensor
+    return Array(python_op(t)) if _inexact(t) else _call(name, self)
+  return apply
+
+
 for _op, _name, _floating in (("add", "add", False), ("sub", "subtract", False),
-                              ("mul", "multiply", False), ("truediv", "divide", True)):
-  _f, _r = _fast_binary(_name, _op, _floating)
+                              ("mul", "multiply", False), ("truediv", "divide", True),
+                              ("pow", "pow", True), ("matmul", "matmul", True)):
+  _f, _r = _fast_binary(_name, getattr(operator, _op), _floating)
   setattr(Array, f"__{_op}__", _f)
   setattr(Array, f"__r{_op}__", _r)
 for _op, _name in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"),
                    ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal")):
-  setattr(Array, f"__{_op}__", _fast_binary(_name, _op)[0])
-for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder"), ("pow", "pow"),
+  setattr(Array, f"__{_op}__", _fast_binary(_name, getattr(operator, _op))[0])
+for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder"),
                    ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
-                   ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift"),
-                   ("matmul", "matmul")):
+                   ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")):
   _f, _r = _binary(_name)
   setattr(Array, f"__{_op}__", _f)
   setattr(Array, f"__r{_op}__", _r)
-for _op, _name in (("pos", "positive"), ("abs", "abs"), ("invert", "bitwise_invert")):
-  setattr(Array, f"__{_op}__", lambda self, _name=_name: _call(_name, self))
-
-
-def _negative(self):
-  t = self.tensor
-  return Array(torch.neg(t)) if _inexact(t) else _call("negative", self)
-
-
-Array.__neg__ = _negative
+for _op, _name in (("invert", "bitwise_invert"), ("neg", "negative"), ("pos", "positive"),
+                   ("abs", "abs")):
+  setattr(Array, f"__{_op}__", _unary(_name, getattr(operator, _op)))
 
 
 def wrap(tree: Any) -> Any:
