@@ -8,11 +8,13 @@ body's ``xp``); everything else is ``jax.Array``'s own, which is the standard's 
 for ``//`` and ``%``, which take ``crossgrad.jax.xp``'s ``floor_divide`` and ``remainder``
 (the standard's values with zero and infinite operands).
 
-``device``: a concrete array's own device; a tracer's, where its abstract value names one
-device (a sharding on a concrete one-device mesh); else None, "the device the computation runs
-on": creation functions given ``device=None`` (``xp.zeros(..., device=x.device)``) make their
-arrays there and ``x.to_device(None)`` is ``x``, under ``jit``, ``vmap``, ``scan`` and
-``checkpoint`` alike (array_api_compat's ``device()`` gives None for tracers too).
+``device``: a concrete array's own device (an op that reads its input values runs op by op,
+on concrete arrays); a tracer's is None, "the device the computation runs on": a trace does
+not know it (JAX places a jitted computation by its committed inputs when it runs, after
+tracing, and a tracer's abstract sharding names no device). Creation functions given
+``device=None`` (``xp.zeros(..., device=x.device)``) make their arrays there and
+``x.to_device(None)`` is ``x``, under ``jit``, ``vmap``, ``scan`` and ``checkpoint`` alike
+(array_api_compat's ``device()`` gives None for tracers too).
 
 The body namespace is ``crossgrad.jax.xp`` taking and giving `Array`; the backend wraps what
 enters the body (`wrap`) and unwraps what it returns (`unwrap`), so ``custom_jvp``, callers and
@@ -47,13 +49,9 @@ def enabled() -> bool:
 
 
 def device_of(x: Any) -> Any:
-  """The standard's ``x.device`` for a JAX array or tracer (module docstring)."""
-  if not isinstance(x, jax.core.Tracer):
-    return x.device
-  mesh = getattr(getattr(x.aval, "sharding", None), "mesh", None)
-  if isinstance(mesh, jax.sharding.Mesh) and mesh.devices.size == 1:
-    return mesh.devices.flat[0]
-  return None
+  """The standard's ``x.device`` for a JAX array (its device) or tracer (None: module
+  docstring)."""
+  return None if isinstance(x, jax.core.Tracer) else x.device
 
 
 class Array:
@@ -192,7 +190,7 @@ def use_namespace(xp: Any) -> None:
   _XP[0], _BODY[0] = xp, BodyNamespace(xp)
 
 
-def body_namespace() -> "BodyNamespace":
+def body_namespace() -> BodyNamespace:
   """The ``xp`` of an op's body (one instance)."""
   return _BODY[0]
 

@@ -346,3 +346,8 @@ def _arrays_in_and_out(fn):
   def call(*args, **kwargs):
     return wrap(fn(*unwrap(args), **unwrap(kwargs)) if kwargs else fn(*unwrap(args)))
   return call
+
+
+def body_namespace(device: Any = "cpu") -> BodyNamespace:
+  """The ``xp`` an op's body gets for arrays on ``device``."""
+  return _BODY_ON[0](torch.device(device))
