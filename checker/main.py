@@ -261,13 +261,16 @@ def _run_here(ops, units, shard, tolerance, special) -> tuple[Report, dict | Non
                                {name: flags.FLAGS[name].value for name in shards.ROW_FLAGS})
   # A --jobs job passes every line on to the process showing the check's progress.
   shown = None if jobs.in_job() else progress_lib.Progress(units if mine is None else mine)
-  report = engine.cross_check(
-      ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
-      modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
-      precision=_PRECISION.value, determinism=_DETERMINISM.value, units=mine,
-      progress=shown.line if shown else lambda line: print(line, file=sys.stderr, flush=True))
-  if shown:
-    shown.close()
+  try:
+    report = engine.cross_check(
+        ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
+        modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
+        precision=_PRECISION.value, determinism=_DETERMINISM.value, units=mine,
+        progress=shown.line if shown else lambda line: print(line, file=sys.stderr,
+                                                              flush=True))
+  finally:
+    if shown:
+      shown.close()
   if cache:
     print(compile_cache.summary(cache, compile_cache.stats(_BACKENDS.value)), file=sys.stderr)
   return report, identity

@@ -4,8 +4,9 @@ The engine says what it starts (`engine.cross_check`'s ``progress``): a line per
 parameter set (``[3/57] leaky_relu alpha=0.2: sample``) and an indented one per backend,
 device and mode (``  leaky_relu alpha=0.2 float32 jax cpu:0 jit``). On a terminal `Progress`
 keeps one line, rewritten in place: units of work done of the total (`engine.work_units`),
-the current step, the time since the start. In a log (no terminal) it writes each op line
-once, with the same counts. ``--jobs`` feeds every job's lines to one `Progress`.
+the current step, the time since the start (redrawn every second, so a long compile still
+shows time passing). In a log (no terminal) it writes each op line once, with the same
+counts. ``--jobs`` feeds every job's lines, from a thread per job, to one `Progress`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -31,9 +33,11 @@ class Progress:
   ``units`` are the check's `engine.work_units` (what this run does of them); ``live``
   defaults to whether ``stream`` is a terminal. Lines come from one or more sources (the
   jobs of ``--jobs``); a source's unit is done when it begins the next or `finish` ends it.
+  A live line is redrawn every ``tick_s`` seconds (None: only as lines come).
   """
 
-  def __init__(self, units, stream: TextIO | None = None, live: bool | None = None):
+  def __init__(self, units, stream: TextIO | None = None, live: bool | None = None,
+               tick_s: float | None = 1.0):
     self._stream = stream or sys.stderr
     self._live = self._stream.isatty() if live is None else live
     self._keys = {" ".join(unit): unit for unit in units}
@@ -44,6 +48,10 @@ class Progress:
     self._step = ""
     self._shown = False
     self._started = time.perf_counter()
+    self._lock = threading.RLock()
+    self._stop = threading.Event()
+    if self._live and tick_s:
+      threading.Thread(target=self._tick, args=(tick_s,), daemon=True).start()
 
   @property
   def done(self) -> int:
@@ -51,7 +59,10 @@ class Progress:
 
   def line(self, text: str, source: int = 0) -> None:
     """Takes one engine progress line from ``source``."""
-    text = text.rstrip("\n")
+    with self._lock:
+      self._take(text.rstrip("\n"), source)
+
+  def _take(self, text: str, source: int) -> None:
     unit = self._unit(text)
     if unit is not None and unit not in self._begun:
       self._begun.add(unit)
@@ -65,19 +76,29 @@ class Progress:
 
   def finish(self, source: int = 0) -> None:
     """``source`` ran its last unit to the end."""
-    self._current.pop(source, None)
+    with self._lock:
+      self._current.pop(source, None)
 
   def message(self, text: str) -> None:
     """A line that stays (a warning, a summary), above the live line."""
-    self._clear()
-    self._write(text.rstrip("\n") + "\n")
-    if self._live and self._step:
-      self._draw()
+    with self._lock:
+      self._clear()
+      self._write(text.rstrip("\n") + "\n")
+      if self._live and self._step:
+        self._draw()
 
   def close(self) -> None:
-    """Every source finished; the live line is cleared."""
-    self._current.clear()
-    self._clear()
+    """Every source finished; the live line is cleared and no longer redrawn."""
+    self._stop.set()
+    with self._lock:
+      self._current.clear()
+      self._clear()
+
+  def _tick(self, seconds: float) -> None:
+    while not self._stop.wait(seconds):
+      with self._lock:
+        if self._shown:
+          self._draw()
 
   def _unit(self, text: str) -> tuple | None:
     match = _OP_LINE.match(text)

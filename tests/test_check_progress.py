@@ -1,6 +1,7 @@
 """The check's progress: one live line on a terminal, one line per op in a log."""
 
 import io
+import time
 
 from crossgrad.checker import progress
 
@@ -16,7 +17,7 @@ LINES = ["[1/2] relu -: finite differences", "  relu - float32 jax cpu:0 eager",
 
 def _fed(live, lines=LINES):
   stream = io.StringIO()
-  shown = progress.Progress(UNITS, stream, live=live)
+  shown = progress.Progress(UNITS, stream, live=live, tick_s=None)
   for line in lines:
     shown.line(line)
   return shown, stream
@@ -46,9 +47,25 @@ def test_a_terminal_gets_one_line_rewritten_in_place():
   assert stream.getvalue().endswith("\r\x1b[K")
 
 
+def test_the_live_line_is_redrawn_while_no_line_comes():
+  stream = io.StringIO()
+  shown = progress.Progress(UNITS, stream, live=True, tick_s=0.01)
+  shown.line(LINES[1])
+  for _ in range(500):
+    if stream.getvalue().count("\r\x1b[K") > 3:
+      break
+    time.sleep(0.01)
+  shown.close()
+  redraws = stream.getvalue().split("\r\x1b[K")[1:-1]
+  assert len(redraws) > 3 and all(r.endswith(LINES[1].strip()) for r in redraws)
+  after = stream.getvalue()
+  time.sleep(0.05)
+  assert stream.getvalue() == after  # Closed: no more redraws.
+
+
 def test_units_done_across_jobs():
   stream = io.StringIO()
-  shown = progress.Progress(UNITS, stream, live=True)
+  shown = progress.Progress(UNITS, stream, live=True, tick_s=None)
   shown.line(LINES[0], source=0)
   shown.line(LINES[4], source=1)
   assert shown.done == 0  # Each job is running its first unit.
