@@ -202,8 +202,7 @@ def cross_check(
       Off by default: it doubles the time of the forward and vjp rows.
     units: run only these units of work (`work_units`; default all): one shard of a
       check split across processes (`crossgrad.checker.shards`).
-    impls: implementations to check per backend: "emitted" and names of kernels
-      (`crossgrad.register_kernel`; docs/kernels.md); default all of them.
+    impls: "emitted" and kernels' names (docs/kernels.md) to check; default all of them.
 
   Returns:
     A `Report`; ``report.ok`` is True only if every row passed and one checked something.

@@ -92,6 +92,14 @@ def triton_leaky():
     body[(triton.cdiv(x.numel(), BLOCK),)](x, g, out, x.numel(), slope, BLOCK_SIZE=BLOCK)
     return out
 
+  return autograd_function(launch)
+
+
+def autograd_function(launch):
+  """The op as a `torch.autograd.Function` whose forward is ``launch(x, x, slope)`` and
+  whose backward is ``launch(x, g, slope)``."""
+  import torch  # pylint: disable=g-import-not-at-top
+
   class Leaky(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, slope):

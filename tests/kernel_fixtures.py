@@ -13,19 +13,11 @@ import functools
 import numpy as np
 
 import crossgrad as cg
+from crossgrad.examples import kernels as example
 
 OP = "kernel_test.leaky"
 BLOCK = 8
 BUGS = ("forward_constant", "backward", "tail", "jit_only")
-
-
-def _forward(xp, x, *, slope=0.1):
-  return xp.where(x > 0, x, slope * x), (x,)
-
-
-def _backward(xp, residuals, g, *, slope=0.1):
-  (x,) = residuals
-  return (xp.where(x > 0, g, slope * g),)
 
 
 def _sample(rng):
@@ -33,7 +25,8 @@ def _sample(rng):
   return (z + 0.1 * np.sign(z),)  # Off the kink at 0.
 
 
-LEAKY = cg.register(cg.OpDef(OP, _forward, _backward, sample=_sample,
+# The example's op, on 15 elements.
+LEAKY = cg.register(cg.OpDef(OP, example.LEAKY.forward, example.LEAKY.backward, sample=_sample,
                              doc="where(x > 0, x, slope * x) (kernel tests)"))
 NO_FORWARD_MODE = {"jvp": "a jax.custom_vjp kernel has no forward mode",
                    "second_order": "its backward is a Pallas kernel, not differentiable"}
@@ -120,19 +113,8 @@ def triton_kernel(bug: str | None = None):
                                    BLOCK_SIZE=BLOCK)
     return out
 
-  class Leaky(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, slope):
-      ctx.save_for_backward(x)
-      ctx.slope = slope
-      return launch(x, x, slope, False)
-
-    @staticmethod
-    def backward(ctx, g):
-      (x,) = ctx.saved_tensors
-      return launch(x, g, ctx.slope, True), None
-
-  return lambda x, *, slope=0.1: Leaky.apply(x, slope)
+  # The forward launches with g = x itself, the backward with the output's cotangent.
+  return example.autograd_function(lambda x, g, slope: launch(x, g, slope, g is not x))
 
 
 def tensorflow_kernel(bug: str | None = None):
