@@ -160,3 +160,12 @@ def test_kernel_cotangents_get_the_op_core_checks(registered):
   with tf.GradientTape() as tape, pytest.raises(cg.CrossgradError, match="cotangent shape"):
     tape.watch(x)
     tape.gradient(tf.reduce_sum(cg.tensorflow.get(kf.OP)(x)), x)
+
+
+def test_keras_ops_use_the_backends_kernel(registered):
+  import keras  # pylint: disable=g-import-not-at-top
+  registered(keras.backend.backend(),
+             fn=lambda x, *, slope=0.1: keras.ops.where(x > 0, x, 3 * slope * x))
+  x = np.asarray([-1.0, 2.0], np.float32)
+  np.testing.assert_allclose(keras.ops.convert_to_numpy(cg.keras.get(kf.OP)(x)), [-0.3, 2.0],
+                             rtol=1e-6)
