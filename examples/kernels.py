@@ -5,7 +5,7 @@ kernel pair (PyTorch) registered against it, and the cross-check of both.
 
 Without a GPU, Pallas runs with ``interpret=True`` and Triton under ``TRITON_INTERPRET=1``
 (set here before triton is imported): the check runs on CPU, slowly. With a GPU both
-compile for it. docs/kernels.md explains what a kernel must do and how it is checked.
+compile for it, and the check runs on the GPU. docs/kernels.md explains what a kernel must do and how it is checked.
 """
 
 from __future__ import annotations
@@ -40,6 +40,15 @@ LEAKY = cg.register(cg.OpDef(OP, _forward, _backward, sample=_sample,
                              doc="where(x > 0, x, slope * x), with hand-written kernels"))
 
 
+def interpret_pallas() -> bool:
+  """Whether Pallas must interpret: the device JAX runs on now (`jax.default_device`, as
+  the cross-check sets it per device, else the default backend) is a CPU."""
+  import jax  # pylint: disable=g-import-not-at-top
+  device = jax.config.jax_default_device
+  platform = getattr(device, "platform", device) or jax.default_backend()
+  return platform == "cpu"
+
+
 def pallas_leaky():
   """The op as Pallas kernels (forward and backward) under `jax.custom_vjp`."""
   import jax  # pylint: disable=g-import-not-at-top
@@ -58,7 +67,7 @@ def pallas_leaky():
     out = pl.pallas_call(functools.partial(body, slope=slope),
                          out_shape=jax.ShapeDtypeStruct((padded,), x.dtype),
                          grid=(padded // BLOCK,), in_specs=[spec, spec], out_specs=spec,
-                         interpret=jax.default_backend() == "cpu")(*flat)
+                         interpret=interpret_pallas())(*flat)
     return out[:n].reshape(x.shape)
 
   @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
@@ -125,19 +134,39 @@ def register_kernels() -> list[str]:
     triton_kernel = triton_leaky()
   except ImportError:
     return ["jax"]
-  unsupported = {"vmap": "its autograd.Function has no vmap rule"}
-  if os.environ.get("TRITON_INTERPRET") == "1":
-    unsupported["compile"] = "the Triton interpreter (TRITON_INTERPRET=1) runs eagerly only"
-  cg.register_kernel(OP, "torch", triton_kernel, name="triton", unsupported_modes=unsupported)
+  cg.register_kernel(OP, "torch", triton_kernel, name="triton",
+                     unsupported_modes=triton_unsupported())
   return ["jax", "torch"]
 
 
+def triton_unsupported() -> dict[str, str]:
+  """What the Triton kernel's `torch.autograd.Function` cannot run, and why."""
+  unsupported = {"vmap": "its autograd.Function has no vmap rule",
+                 "jvp": "its autograd.Function defines no jvp (forward mode)",
+                 "second_order": "its backward is a Triton kernel, not differentiable"}
+  if os.environ.get("TRITON_INTERPRET") == "1":
+    unsupported["compile"] = "the Triton interpreter (TRITON_INTERPRET=1) runs eagerly only"
+  return unsupported
+
+
+def _device(backend: str) -> str:
+  """The device a backend's kernel runs on: its GPU where there is one (Triton kernels run
+  on CPU tensors only in the interpreter), else the CPU."""
+  if backend == "jax":
+    import jax  # pylint: disable=g-import-not-at-top
+    return "gpu" if jax.default_backend() == "gpu" else "cpu"
+  import torch  # pylint: disable=g-import-not-at-top
+  return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def main() -> int:
-  backends = register_kernels()
-  report = cg.cross_check(OP, backends=backends, dtypes=["float32"], special=False,
-                          impls=["pallas", "triton"])
-  print(report.table())
-  return 0 if report.ok else 1
+  ok = True
+  for backend in register_kernels():
+    report = cg.cross_check(OP, backends=[backend], devices=_device(backend),
+                            dtypes=["float32"], special=False, impls=["pallas", "triton"])
+    print(report.table())
+    ok = ok and report.ok
+  return 0 if ok else 1
 
 
 if __name__ == "__main__":

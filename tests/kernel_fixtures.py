@@ -32,15 +32,6 @@ NO_FORWARD_MODE = {"jvp": "a jax.custom_vjp kernel has no forward mode",
                    "second_order": "its backward is a Pallas kernel, not differentiable"}
 
 
-def triton_unsupported() -> dict[str, str]:
-  """What the Triton kernel declares: no vmap rule; no torch.compile in the interpreter."""
-  import os  # pylint: disable=g-import-not-at-top
-  modes = {"vmap": "its autograd.Function has no vmap rule"}
-  if os.environ.get("TRITON_INTERPRET") == "1":
-    modes["compile"] = "the Triton interpreter (TRITON_INTERPRET=1) runs eagerly only"
-  return modes
-
-
 def pallas_kernel(bug: str | None = None):
   """A Pallas forward and backward under `jax.custom_vjp`, blocks of ``BLOCK``."""
   import jax  # pylint: disable=g-import-not-at-top
@@ -67,7 +58,7 @@ def pallas_kernel(bug: str | None = None):
         functools.partial(body, slope=slope, n=n, backward=backward),
         out_shape=jax.ShapeDtypeStruct((padded,), arrays[0].dtype), grid=(padded // BLOCK,),
         in_specs=[spec] * len(flat), out_specs=spec,
-        interpret=jax.default_backend() == "cpu")(*flat)
+        interpret=example.interpret_pallas())(*flat)
     return out[:n].reshape(arrays[0].shape)
 
   @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))

@@ -4,12 +4,14 @@ they run; planted bugs caught). On CPU, Pallas runs interpreted and Triton under
 ``TRITON_INTERPRET=1`` (conftest): tiny arrays, float32 only."""
 
 import importlib.util
+import os
 
 import numpy as np
 import pytest
 
 import crossgrad as cg
 import kernel_fixtures as kf
+from crossgrad.examples import kernels as example
 
 _FAST = dict(dtypes=["float32"], special=False)
 _MAKERS = {"jax": (kf.pallas_kernel, kf.NO_FORWARD_MODE),
@@ -24,13 +26,20 @@ def registered():
 
   def register(backend, bug=None, name="k", fn=None, unsupported=None):
     maker, declared = _MAKERS.get(backend, (None, {}))
-    declared = kf.triton_unsupported() if declared is None else declared
+    declared = example.triton_unsupported() if declared is None else declared
     cg.register_kernel(kf.OP, backend, fn or maker(bug), name=name,
                        unsupported_modes=declared if unsupported is None else unsupported)
     made.append((backend, name))
   yield register
   for backend, name in made:
     cg.unregister_kernel(kf.OP, backend, name)
+
+
+def _devices(backend):
+  """Where a backend's kernel runs: Triton kernels on CPU tensors only when interpreted."""
+  if backend == "torch" and os.environ.get("TRITON_INTERPRET") != "1":
+    return "cuda"
+  return "all"
 
 
 def _kernel_rows(report, name="k"):
@@ -71,7 +80,8 @@ def test_correct_kernels_are_green_in_every_mode_they_run(registered, backend):
   if backend == "torch" and importlib.util.find_spec("triton") is None:
     pytest.fail("triton is not installed (the 'all' extra installs it)")
   registered(backend)
-  report = cg.cross_check(kf.OP, backends=[backend], impls=["k"], **_FAST)
+  report = cg.cross_check(kf.OP, backends=[backend], impls=["k"], devices=_devices(backend),
+                          **_FAST)
   rows = _kernel_rows(report)
   assert report.ok, report.table(failures_only=True)
   checked = {(row.mode, row.check) for row in rows if row.check != "skipped"}
@@ -102,7 +112,8 @@ def _failing(report):
 def test_planted_kernel_bugs_are_caught(registered, backend, bug, wrong):
   modes = {"jax": ["eager", "jit"], "torch": ["eager"], "tensorflow": ["eager", "graph", "jit"]}
   registered(backend, bug=bug)
-  report = cg.cross_check(kf.OP, backends=[backend], modes=modes[backend], **_FAST)
+  report = cg.cross_check(kf.OP, backends=[backend], modes=modes[backend],
+                          devices=_devices(backend), **_FAST)
   assert not report.ok
   assert all(row.impl == "k" for row in report.failures)  # The emitted op stays green.
   assert _failing(report) == wrong, report.table(failures_only=True)
