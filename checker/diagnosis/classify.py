@@ -170,10 +170,15 @@ def _cancellation(ref, call, expected, actual, dtype, tolerance):
   eps = float(compare.finfo(compare.dtype_of(dtype)).eps)
   return (Kind.CANCELLATION,
           f"a difference of nearly equal values: its inputs (up to {largest:.4g}) agree to "
-          f"{inputs / eps:.3g} ulps but the result ({result:.4g}) is {largest / max(result, 1e-300):.3g}"
-          " times smaller, so their rounding dominates it; compute it without the "
-          "subtraction (e.g. center the data first: mean((x - mean(x))**2)).",
+          f"{inputs / eps:.3g} ulps, but the result (reference {result:.4g}) is "
+          f"{_times(largest, result)} smaller, so their rounding errors dominate it; compute "
+          "it without subtracting close values (e.g. center the data first: "
+          "mean((x - mean(x))**2)).",
           {"inputs_ulps": inputs / eps, "cancelled": largest / max(result, 1e-300)})
+
+
+def _times(largest: float, result: float) -> str:
+  return "infinitely" if result == 0 else f"{largest / result:.3g} times"
 
 
 def repro_call(ref: Call, call: Call) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ last, differs).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Sequence
 
@@ -80,7 +81,7 @@ def first_diverging(reference: Sequence[recording.Call], outputs: Sequence[list]
     if worst <= tolerance:
       continue
     first = first or (k, j)
-    if worst > _EXPLAINED * max((errors.get(s, 0.0) for s in call.sources), default=0.0):
+    if worst > _EXPLAINED * max((errors.get(s, 0.0) for s in call.sources if s), default=0.0):
       return k, j
   return first
 
@@ -129,9 +130,10 @@ def _compiled(op, params, inputs, cotangents, module, reference, tolerance, *, b
                      "the whole program compiles (fusion), at no single call.",
                      values={"error_map": classify.error_map(whole.finals, reference.finals),
                              "backend": backend, "dtype": dtype, "mode": mode})
-  other = program.Run(whole.tape, whole.finals, [])
-  for c, values in zip(other.tape.calls, outputs):
-    c.outputs = values
+  tape = recording.Tape(calls=[dataclasses.replace(c, outputs=values, args=[
+      outputs[s[0]][s[1]] if s else a for a, s in zip(c.args, c.sources)])
+      for c, values in zip(reference.tape.calls, outputs)])
+  other = program.Run(tape, whole.finals, [])
   return _diagnosis(found, reference, other, backend, dtype, device, tolerance,
                     f" (eager agrees; in {mode}, {how})")
 

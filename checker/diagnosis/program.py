@@ -43,6 +43,12 @@ def _g(xp, outs: Sequence[Any], cts: Sequence[Any], single: bool):
   return g[0] if single else tuple(g)
 
 
+def _zeros(xp, args: Sequence[Any]) -> tuple:
+  """The program's residuals: zeros like its inputs, what its backward returns (not the
+  inputs themselves, which torch.compile's saved-tensor wiring refuses)."""
+  return tuple(xp.zeros_like(a) for a in args)
+
+
 def _body(op: OpDef, tape: recording.Tape, n_in: int, which: Sequence[int], how: str):
   """The program's forward: ``how`` is "finals", "intermediates" or "prefix"."""
   def forward(xp, *args, **params):
@@ -59,11 +65,13 @@ def _body(op: OpDef, tape: recording.Tape, n_in: int, which: Sequence[int], how:
              single)
       grads = op.backward(rxp, residuals, g, **params)
     except recording.Stop as stop:
-      return tuple(stop.value), args
+      return tuple(stop.value), _zeros(xp, args)
     finals = outs + [c for c in grads if c is not None]
     if how == "intermediates":
-      finals += [x for leaves in tape.keep for x in leaves if is_floating(x.dtype)]
-    return tuple(recording.unwrap(finals)), args
+      # Copies: an output that is another output too confuses torch.compile's wiring.
+      finals += [recording.unwrap(x) + 0 for leaves in tape.keep for x in leaves
+                 if is_floating(x.dtype)]
+    return tuple(recording.unwrap(finals)), _zeros(xp, args)
   return forward
 
 
@@ -82,7 +90,7 @@ def program_op(op: OpDef, tape: recording.Tape, which: Sequence[int], how: str) 
 
   def backward(xp, residuals, g, **params):
     del g, params
-    return tuple(None if i in nondiff else xp.zeros_like(x) for i, x in enumerate(residuals))
+    return tuple(None if i in nondiff else x for i, x in enumerate(residuals))
 
   return OpDef(name=f"{op.name}.program", forward=forward, backward=backward,
                gradient="declared", nondiff=nondiff)
@@ -97,7 +105,8 @@ def run(module: Any, op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   backend's evaluation takes (None: the reference's own run); ``n_kept``: how many of
   them ``how`` adds to the finals (intermediates, call k's)."""
   which = [i for i, ct in enumerate(cotangents) if ct is not None]
-  tape = recording.Tape(stop_at=stop_at, keep_raw=how == "intermediates")
+  light = mode != module.MODES[0]
+  tape = recording.Tape(stop_at=stop_at, keep_raw=how == "intermediates", light=light)
   prog = program_op(op, tape, which, how)
   args = list(inputs) + [cotangents[i] for i in which]
   scope = getattr(module, "precision_scope", None)

@@ -43,25 +43,29 @@ class Call:
   kwargs: dict[str, Any]
   outputs: list[np.ndarray | None]  # One per array of the result (a tuple's elements).
   dtypes: list[str]  # The outputs' dtype names.
-  sources: list[tuple[int, int]]  # (call, output) that made each array argument.
+  sources: list[tuple[int, int] | None]  # Per argument, the (call, output) that made it.
 
 
 @dataclasses.dataclass
 class Tape:
-  """The calls of one run, in order. ``stop_at``: raise `Stop` with call k's result."""
+  """The calls of one run, in order. ``stop_at``: raise `Stop` with call k's result.
+  ``light``: keep only each call's raw outputs (in ``keep``), nothing a compiler cannot
+  trace (no frames, no NumPy): for compiled modes, whose values are not concrete."""
 
   calls: list[Call] = dataclasses.field(default_factory=list)
   phase: str = "forward"
   stop_at: int | None = None
   keep: list[Any] = dataclasses.field(default_factory=list)  # Raw outputs, when kept.
   keep_raw: bool = False
+  light: bool = False
+  count: int = 0
   made: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
   alive: list[Any] = dataclasses.field(default_factory=list)  # Keeps ``made``'s ids valid.
 
   def clear(self):
     """Forgets every call: a mode may trace the program more than once."""
     self.calls.clear(), self.keep.clear(), self.made.clear(), self.alive.clear()
-    self.phase = "forward"
+    self.phase, self.count = "forward", 0
 
 
 def to_numpy(x: Any) -> np.ndarray | None:
@@ -119,12 +123,14 @@ def _leaves(result: Any) -> list[Any]:
 def record(tape: Tape, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
   """Calls ``fn`` on the unwrapped arguments, records the call on ``tape`` and returns its
   result wrapped (or raises `Stop` with it where the tape truncates there)."""
+  if tape.light:
+    return _record_light(tape, fn, args, kwargs)
   file, line = _user_frame()
   raw = unwrap(args)
   result = fn(*raw, **unwrap(kwargs))
   leaves = _leaves(result)
   plain = lambda a: to_numpy(a) if _is_array(a) else a  # noqa: E731
-  sources = [tape.made[id(a)] for a in _leaves(list(raw)) if id(a) in tape.made]
+  sources = [tape.made.get(id(a)) for a in raw]
   k = len(tape.calls)
   tape.calls.append(Call(
       name, file, line, tape.phase, [plain(a) for a in raw],
@@ -135,6 +141,16 @@ def record(tape: Tape, name: str, fn: Callable[..., Any], args: tuple, kwargs: d
   tape.alive.append(leaves)
   if tape.keep_raw:
     tape.keep.append(leaves)
+  if tape.stop_at == k:
+    raise Stop(leaves)
+  return wrap(result, tape)
+
+
+def _record_light(tape: Tape, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+  result = fn(*unwrap(args), **unwrap(kwargs))
+  leaves = _leaves(result)
+  k, tape.count = tape.count, tape.count + 1
+  tape.keep.append(leaves)
   if tape.stop_at == k:
     raise Stop(leaves)
   return wrap(result, tape)
