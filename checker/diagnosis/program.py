@@ -43,15 +43,12 @@ def _g(xp, outs: Sequence[Any], cts: Sequence[Any], single: bool):
   return g[0] if single else tuple(g)
 
 
-def _zeros(xp, args: Sequence[Any]) -> tuple:
-  """The program's residuals: zeros like its inputs, what its backward returns (not the
-  inputs themselves, which torch.compile's saved-tensor wiring refuses)."""
-  return tuple(xp.zeros_like(a) for a in args)
-
-
-def _body(op: OpDef, tape: recording.Tape, n_in: int, which: Sequence[int], how: str):
-  """The program's forward: ``how`` is "finals", "intermediates" or "prefix"."""
+def _body(op: OpDef, tape: recording.Tape, n_in: int, which: Sequence[int], how: str,
+          specs: list):
+  """The program's forward: ``how`` is "finals", "intermediates" or "prefix"; it notes
+  its inputs' shapes and dtypes in ``specs``."""
   def forward(xp, *args, **params):
+    specs[:] = [(a.shape, a.dtype) for a in args]
     tape.clear()
     rxp = recording.Namespace(xp, tape)
     inputs = recording.wrap(list(args[:n_in]), tape)
@@ -65,22 +62,22 @@ def _body(op: OpDef, tape: recording.Tape, n_in: int, which: Sequence[int], how:
              single)
       grads = op.backward(rxp, residuals, g, **params)
     except recording.Stop as stop:
-      return tuple(stop.value), _zeros(xp, args)
+      return tuple(stop.value), ()
     finals = outs + [c for c in grads if c is not None]
     if how == "intermediates":
       # Copies: an output that is another output too confuses torch.compile's wiring.
       finals += [recording.unwrap(x) + 0 for leaves in tape.keep for x in leaves
                  if is_floating(x.dtype)]
-    return tuple(recording.unwrap(finals)), _zeros(xp, args)
+    return tuple(recording.unwrap(finals)), ()
   return forward
 
 
 def program_op(op: OpDef, tape: recording.Tape, which: Sequence[int], how: str) -> OpDef:
   """The recorded program of ``op`` as an `OpDef` taking the op's inputs and then the
   cotangents of outputs ``which``; its backward returns zeros (it is never checked)."""
-  nondiff = op.nondiff_argnums
+  nondiff, specs = op.nondiff_argnums, []
   n_in = len(op.input_names)
-  forward = functools.wraps(op.forward)(_body(op, tape, n_in, which, how))
+  forward = functools.wraps(op.forward)(_body(op, tape, n_in, which, how, specs))
   parameters = list(inspect.signature(op.forward).parameters.values())
   positional = parameters[:1 + n_in] + [
       inspect.Parameter(f"cotangent_{i}", inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -89,8 +86,9 @@ def program_op(op: OpDef, tape: recording.Tape, which: Sequence[int], how: str) 
   del forward.__wrapped__
 
   def backward(xp, residuals, g, **params):
-    del g, params
-    return tuple(None if i in nondiff else x for i, x in enumerate(residuals))
+    del residuals, g, params  # Zeros that read neither: JAX checks linearity in g.
+    return tuple(None if i in nondiff else xp.zeros(shape, dtype=dtype)
+                 for i, (shape, dtype) in enumerate(specs))
 
   return OpDef(name=f"{op.name}.program", forward=forward, backward=backward,
                gradient="declared", nondiff=nondiff)
