@@ -1,0 +1,203 @@
+"""The first diverging xp call between a backend and the reference, on real numerics: the
+kind, the line and the call it names, in the backends and modes where each occurs."""
+
+import numpy as np
+import pytest
+
+import crossgrad as cg
+from crossgrad.backends import base
+from crossgrad.checker.diagnosis import classify
+from crossgrad.checker.diagnosis.divergence import find_divergence
+from crossgrad.checker.diagnosis.kinds import Kind
+
+F32 = np.float32
+
+
+def _line(text: str) -> int:
+  """The line of this file holding ``text`` (once)."""
+  with open(__file__, encoding="utf-8") as f:
+    found = [i for i, line in enumerate(f, 1) if text in line and "_line(" not in line]
+  assert len(found) == 1, (text, found)
+  return found[0]
+
+
+def _naive_variance(xp, x):
+  v = xp.mean(x * x, axis=-1) - xp.mean(x, axis=-1) ** 2  # The subtraction cancels.
+  return v, (x,)
+
+
+def _naive_variance_backward(xp, residuals, g):
+  (x,) = residuals
+  return (2.0 * g[..., None] * (x - xp.mean(x, axis=-1, keepdims=True)) / x.shape[-1],)
+
+
+VARIANCE = cg.OpDef("t_naive_variance", _naive_variance, _naive_variance_backward)
+
+
+def _inverse(xp, a):
+  y = xp.linalg.inv(a)
+  return y, (y,)
+
+
+def _inverse_backward(xp, residuals, g):
+  (y,) = residuals
+  return (-(y.mT @ g @ y.mT),)
+
+
+INVERSE = cg.OpDef("t_inverse", _inverse, _inverse_backward)
+
+
+def _pca(xp, x):
+  covariance = x.mT @ x / x.shape[0]
+  _, vectors = xp.linalg.eigh(covariance)
+  return x @ vectors, (vectors,)
+
+
+def _pca_backward(xp, residuals, g):
+  (vectors,) = residuals
+  return (g @ vectors.mT,)
+
+
+PCA = cg.OpDef("t_pca", _pca, _pca_backward, gradient="declared")
+
+
+def _log(xp, x):
+  return xp.log(x), (x,)
+
+
+def _log_backward(xp, residuals, g):
+  (x,) = residuals
+  return (g / x,)
+
+
+LOG = cg.OpDef("t_log", _log, _log_backward)
+
+
+def _sin(xp, x):
+  return xp.sin(x), (x,)
+
+
+def _sin_backward(xp, residuals, g):
+  (x,) = residuals
+  return (g * xp.cos(x),)
+
+
+SIN = cg.OpDef("t_sin", _sin, _sin_backward)
+
+
+def _offset(xp, x, c):
+  s = xp.sum(x * x - 3.0 * x)
+  return s - c, ()  # The difference of nearly equal values.
+
+
+def _offset_backward(xp, residuals, g):
+  del residuals
+  return (xp.zeros((300,), dtype=xp.float32) * g, xp.zeros((), dtype=xp.float32) * g)
+
+
+OFFSET = cg.OpDef("t_offset", _offset, _offset_backward, gradient="declared")
+
+
+def _diagnose(op, inputs, backend, mode="eager"):
+  inputs = [np.asarray(x) for x in inputs]
+  cotangents = [np.ones_like(base.load("numpy").evaluate(op, {}, inputs, [None])[0][0])]
+  return find_divergence(op, {}, inputs, cotangents, backend=backend, dtype="float32",
+                         mode=mode, device="cpu:0")
+
+
+def _data_with_mean_3000():
+  return (np.random.default_rng(0).normal(3000.0, 1.0, (4, 64)).astype(F32),)
+
+
+def _hilbert(n=7):
+  i = np.arange(n)
+  return (1.0 / (i[:, None] + i[None, :] + 1)).astype(F32)
+
+
+@pytest.mark.parametrize("backend,mode", [("jax", "eager"), ("tensorflow", "eager"),
+                                          ("torch", "eager"), ("jax", "jit")])
+def test_naive_variance_cancels_at_the_subtraction(backend, mode):
+  found = _diagnose(VARIANCE, _data_with_mean_3000(), backend, mode)
+  assert found.kind == Kind.CANCELLATION
+  assert (found.line, found.call) == (_line("The subtraction cancels"), "a - b")
+  assert found.file == __file__ and found.where().endswith(f":{found.line}")
+  x = _data_with_mean_3000()[0]
+  assert found.values["expected"]["shape"] == [4]
+  # The reference's own (cancelled) result: NumPy's float32 variance as written.
+  expected = np.mean(x * x, axis=-1) - np.mean(x, axis=-1) ** 2
+  np.testing.assert_allclose(found.values["expected"]["first"][:4], expected, rtol=1e-6)
+  assert found.values["cancelled"] > 1e5
+  if mode == "jit":
+    assert "found in eager" in found.message
+
+
+@pytest.mark.parametrize("backend", ["jax", "tensorflow", "torch"])
+def test_hilbert_inverse_is_ill_conditioned(backend):
+  found = _diagnose(INVERSE, [_hilbert()], backend)
+  assert (found.kind, found.call, found.line) == (
+      Kind.ILL_CONDITIONED, "xp.linalg.inv", _line("y = xp.linalg.inv(a)"))
+  cond = np.linalg.cond(_hilbert().astype(np.float64))
+  assert found.values["condition_number"] == pytest.approx(cond, rel=1e-6)
+  assert f"{cond:.3g}" in found.message
+
+
+def test_tensorflow_eigenvectors_have_the_other_sign():
+  x = np.random.default_rng(0).normal(size=(16, 4)).astype(F32)
+  found = _diagnose(PCA, [x], "tensorflow")
+  assert (found.kind, found.call, found.line) == (
+      Kind.SIGN_AMBIGUITY, "xp.linalg.eigh", _line("xp.linalg.eigh(covariance)"))
+  covariance = x.T @ x / 16
+  flipped = np.sum(np.linalg.eigh(covariance)[1] * _tf_eigh(covariance), axis=0) < 0
+  assert found.values["flipped_vectors"] == int(flipped.sum()) > 0
+  assert "largest-|.| component" in found.message
+  assert _diagnose(PCA, [x], "jax") is None  # JAX's vectors have NumPy's signs here.
+
+
+def _tf_eigh(a):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.linalg.eigh(a)[1].numpy()
+
+
+def test_log_of_a_subnormal():
+  x = np.array([1e-39, 2.0], F32)  # JAX flushes the subnormal to 0: -inf.
+  found = _diagnose(LOG, [x], "jax")
+  assert (found.kind, found.call, found.line) == (
+      Kind.SPECIAL_VALUE, "xp.log", _line("return xp.log(x), (x,)"))
+  assert found.values["nonfinite_actual"] == 1 and found.values["nonfinite_expected"] == 0
+  # TensorFlow returns a finite but different logarithm there: a plain intermediate.
+  found = _diagnose(LOG, [x], "tensorflow")
+  assert (found.kind, found.call) == (Kind.INTERMEDIATE, "xp.log")
+  assert found.values["expected"]["first"][0] == pytest.approx(float(np.log(x[0])), rel=1e-6)
+  assert _diagnose(LOG, [x], "torch") is None
+
+
+def test_correct_op_gets_none():
+  x = np.linspace(-3, 3, 12, dtype=F32)
+  assert _diagnose(SIN, [x], "jax") is None
+  assert _diagnose(VARIANCE, [x.reshape(3, 4)], "torch") is None  # Mean 0: no cancellation.
+
+
+def test_torch_compile_only_divergence_is_located_with_intermediates_as_outputs():
+  x = np.random.default_rng(7).normal(3.0, 1.0, 300).astype(F32)
+  c = np.sum(x * x - F32(3.0) * x)  # NumPy's sum: eager torch agrees, Inductor's does not.
+  found = _diagnose(OFFSET, [x, c], "torch", "compile")
+  compiled = base.load("torch").evaluate(OFFSET, {}, [x, c], [None], device="cpu:0",
+                                         mode="compile")[0][0]
+  if compiled == 0:  # Inductor summed in NumPy's order on this machine: nothing to find.
+    assert found is None
+    return
+  assert (found.kind, found.call, found.line) == (
+      Kind.CANCELLATION, "a - b", _line("The difference of nearly equal values"))
+  assert "eager agrees" in found.message
+  assert found.values["actual"]["first"] == [pytest.approx(float(compiled))]
+
+
+def test_error_map_is_block_maxima_of_the_worst_result():
+  expected = [np.ones((100, 3), F32), np.ones(5, F32)]
+  actual = [e.copy() for e in expected]
+  actual[0][70, 1] = 3.0
+  actual[1][2] = 1.5
+  m = classify.error_map(actual, expected)
+  assert (len(m), len(m[0])) == (50, 3)  # 100 rows in blocks of 2.
+  assert m[35][1] == 2.0 and sum(map(sum, m)) == 2.0
+  assert classify.error_map([np.full((2, 2), np.nan)], [np.ones((2, 2))]) == [[1.0, 1.0]] * 2
