@@ -1,12 +1,14 @@
 """The first diverging xp call between a backend and the reference, on real numerics: the
 kind, the line and the call it names, in the backends and modes where each occurs."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 import crossgrad as cg
 from crossgrad.backends import base
-from crossgrad.checker.diagnosis import classify
+from crossgrad.checker.diagnosis import classify, repro
 from crossgrad.checker.diagnosis.divergence import find_divergence
 from crossgrad.checker.diagnosis.kinds import Kind
 
@@ -177,7 +179,7 @@ def test_correct_op_gets_none():
   assert _diagnose(VARIANCE, [x.reshape(3, 4)], "torch") is None  # Mean 0: no cancellation.
 
 
-def test_jit_only_divergence_is_located_with_intermediates_as_outputs():
+def test_jit_only_divergence_is_located_with_intermediates_as_outputs(tmp_path):
   """XLA fuses the product into the sum under jit and adds in another order than eagerly
   (and than NumPy); the data: the first seed where eager JAX agrees with NumPy, jit not."""
   import jax  # pylint: disable=g-import-not-at-top
@@ -197,6 +199,10 @@ def test_jit_only_divergence_is_located_with_intermediates_as_outputs():
   assert "eager agrees; in jit" in found.message
   assert found.values["actual"]["first"] == [
       pytest.approx(float(jax.jit(total)(x) - c))]
+  path = repro.write_repro(found, str(tmp_path))
+  assert "jax.jit(jax_call)" in open(path, encoding="utf-8").read()
+  printed = _run_repro(path)  # The subtraction alone, in jit, on jit's own sum.
+  assert (printed["numpy"], printed["jax"]) == (0.0, float(jax.jit(total)(x) - c))
 
 
 def test_error_map_is_block_maxima_of_the_worst_result():
@@ -208,3 +214,44 @@ def test_error_map_is_block_maxima_of_the_worst_result():
   assert (len(m), len(m[0])) == (50, 3)  # 100 rows in blocks of 2.
   assert m[35][1] == 2.0 and sum(map(sum, m)) == 2.0
   assert classify.error_map([np.full((2, 2), np.nan)], [np.ones((2, 2))]) == [[1.0, 1.0]] * 2
+
+
+def _run_repro(path):
+  import json  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+  done = subprocess.run([sys.executable, path], capture_output=True, text=True, check=True,
+                        cwd="/", env=env, timeout=300)
+  lines = [line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line]
+  return {k: json.loads(v) for k, v in lines}
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "torch"])
+def test_repro_runs_the_diverging_call_alone(tmp_path, backend):
+  found = _diagnose(INVERSE, [_hilbert()], backend)
+  path = repro.write_repro(found, str(tmp_path))
+  text = open(path, encoding="utf-8").read()
+  assert "import crossgrad" not in text and "from crossgrad" not in text
+  printed = _run_repro(path)
+  np.testing.assert_array_equal(printed["numpy"], np.linalg.inv(_hilbert()))
+  if backend == "tensorflow":
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    want = tf.linalg.inv(_hilbert()).numpy()
+  else:
+    import torch  # pylint: disable=g-import-not-at-top
+    want = torch.linalg.inv(torch.from_numpy(_hilbert())).numpy()
+  np.testing.assert_array_equal(printed[backend], want)
+  assert not np.allclose(printed[backend], printed["numpy"], rtol=1e-5)
+
+
+def test_repro_of_a_cancellation_runs_each_on_its_own_inputs(tmp_path):
+  found = _diagnose(VARIANCE, _data_with_mean_3000(), "jax")
+  path = repro.write_repro(found, str(tmp_path), name="variance")
+  assert path.endswith("variance.py")
+  printed = _run_repro(path)
+  x = _data_with_mean_3000()[0]
+  a, b = np.mean(x * x, axis=-1), np.mean(x, axis=-1) ** 2
+  np.testing.assert_array_equal(printed["numpy"], a - b)
+  assert printed["jax"] == found.values["actual"]["first"][:4]
+  assert repro.write_repro(dataclasses.replace(found, values={}), str(tmp_path)) is None

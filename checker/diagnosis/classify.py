@@ -182,20 +182,32 @@ def _times(largest: float, result: float) -> str:
 
 
 def repro_call(ref: Call, call: Call) -> dict[str, Any] | None:
-  """What a repro script needs: the call and its recorded arguments (the reference's), or
-  None where they are too large to carry."""
+  """What a repro script needs: the call, its recorded arguments in the reference
+  (``args``) and, where they differ, in the backend (``actual_args``: a cancellation's
+  inputs differ in their last bits); None where they are too large to carry, or are a
+  method's object or an index."""
+  if ref.name.startswith("x.") or ref.name == "[]":
+    return None
+  args, actual = _plain_args(ref.args), _plain_args(call.args)
+  if args is None:
+    return None
+  kwargs = {k: v for k, v in ref.kwargs.items()
+            if isinstance(v, (int, float, bool, str, tuple, list)) or v is None}
+  differs = actual is not None and actual != args
+  return {"name": ref.name, "args": args, "kwargs": kwargs,
+          **({"actual_args": actual} if differs else {})}
+
+
+def _plain_args(values: Sequence[Any]) -> list[dict[str, Any]] | None:
+  """Arguments as JSON: ``{"array": nested list, "dtype": name}`` or ``{"value": v}``."""
   args = []
-  for a in ref.args:
+  for a in values:
     if isinstance(a, np.ndarray):
       if a.size > REPRO_ELEMENTS:
         return None
-      args.append({"array": compare.as_real(a).tolist() if np.iscomplexobj(a) else a.tolist(),
-                   "dtype": str(a.dtype)})
+      args.append({"array": compare.as_real(a).tolist(), "dtype": str(a.dtype)})
     elif isinstance(a, (int, float, bool, str)) or a is None:
       args.append({"value": a})
     else:
       return None
-  del call
-  return {"name": ref.name, "args": args,
-          "kwargs": {k: v for k, v in ref.kwargs.items()
-                     if isinstance(v, (int, float, bool, str, tuple, list)) or v is None}}
+  return args

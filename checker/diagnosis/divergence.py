@@ -43,7 +43,8 @@ def find_divergence(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   found = first_diverging(reference.tape.calls, _values(eager.tape.calls), tolerance)
   if found is not None:
     note = "" if mode == eager_mode else f" (found in {eager_mode}; the row ran {mode})"
-    return _diagnosis(found, reference, eager, backend, dtype, device, tolerance, note)
+    return _diagnosis(found, reference, eager, backend, dtype, device, eager_mode, tolerance,
+                      note)
   if mode == eager_mode or mode not in module.MODES + getattr(module, "EXTRA_MODES", ()):
     return None
   return _compiled(op, params, inputs, cotangents, module, reference, tolerance,
@@ -87,15 +88,16 @@ def first_diverging(reference: Sequence[recording.Call], outputs: Sequence[list]
 
 
 def _diagnosis(found: tuple[int, int], reference: program.Run, other: program.Run,
-               backend: str, dtype: str, device: str, tolerance: float,
+               backend: str, dtype: str, device: str, mode: str, tolerance: float,
                note: str) -> Diagnosis:
+  """The diagnosis of output j of call k (``found``); ``mode``: where it was found."""
   k, j = found
   ref_call, call = reference.tape.calls[k], other.tape.calls[k]
   kind, message, extra = classify.classify(ref_call, call, j, dtype, tolerance)
   values = {**extra, "expected": classify.summary(ref_call.outputs[j]),
             "actual": classify.summary(call.outputs[j]),
             "error_map": classify.error_map(other.finals, reference.finals),
-            "backend": backend, "dtype": dtype, "device": device, "output": j,
+            "backend": backend, "dtype": dtype, "device": device, "mode": mode, "output": j,
             "phase": ref_call.phase, "repro": classify.repro_call(ref_call, call)}
   where = f"{os.path.basename(ref_call.file)}:{ref_call.line}"
   text = (f"{backend} departs from the reference at {classify.shown(ref_call)} "
@@ -134,7 +136,7 @@ def _compiled(op, params, inputs, cotangents, module, reference, tolerance, *, b
       outputs[s[0]][s[1]] if s else a for a, s in zip(c.args, c.sources)])
       for c, values in zip(reference.tape.calls, outputs)])
   other = program.Run(tape, whole.finals, [])
-  return _diagnosis(found, reference, other, backend, dtype, device, tolerance,
+  return _diagnosis(found, reference, other, backend, dtype, device, mode, tolerance,
                     f" (eager agrees; in {mode}, {how})")
 
 
