@@ -2,6 +2,8 @@
 kind, the line and the call it names, in the backends and modes where each occurs."""
 
 import dataclasses
+import os
+import types
 
 import numpy as np
 import pytest
@@ -220,7 +222,7 @@ def _run_repro(path):
   import json  # pylint: disable=g-import-not-at-top
   import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
-  env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   done = subprocess.run([sys.executable, path], capture_output=True, text=True, check=True,
                         cwd="/", env=env, timeout=300)
   lines = [line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line]
@@ -255,3 +257,8 @@ def test_repro_of_a_cancellation_runs_each_on_its_own_inputs(tmp_path):
   np.testing.assert_array_equal(printed["numpy"], a - b)
   assert printed["jax"] == found.values["actual"]["first"][:4]
   assert repro.write_repro(dataclasses.replace(found, values={}), str(tmp_path)) is None
+  # One script per cause, from rows carrying the record or its JSON form.
+  rows = [types.SimpleNamespace(diagnosis=found), types.SimpleNamespace(diagnosis=None),
+          types.SimpleNamespace(diagnosis=found.to_dict()), types.SimpleNamespace()]
+  assert repro.write_for_rows(rows, str(tmp_path / "all")) == [
+      str(tmp_path / "all" / f"{os.path.basename(__file__)[:-3]}_py_{found.line}_jax.py")]

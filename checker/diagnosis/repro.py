@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
-from crossgrad.checker.diagnosis.kinds import Diagnosis
+from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 
 _OPERATORS = ("+", "-", "*", "/", "//", "%", "**", "@", "&", "|", "^", "<<", ">>", "<", "<=",
               ">", ">=", "==", "!=")
@@ -146,3 +146,31 @@ def _expression(backend: str, call: dict[str, Any]) -> str:
   module, function = (linalg, name.split(".", 1)[1]) if "." in name else (main, name)
   kwargs = "".join(f", {renames.get(k, k)}={v!r}" for k, v in call["kwargs"].items())
   return f"{module}.{function}(*args{kwargs})"
+
+
+def as_diagnosis(value: Diagnosis | dict[str, Any] | None) -> Diagnosis | None:
+  """A row's diagnosis as the record, whether it is one or its ``to_dict`` (a merged
+  report's rows read back from JSON)."""
+  if value is None or isinstance(value, Diagnosis):
+    return value
+  fields = {f: value[f] for f in Diagnosis.__dataclass_fields__ if f in value}
+  return Diagnosis(**{**fields, "kind": Kind(value["kind"])})
+
+
+def write_for_rows(rows: Iterable[Any], directory: str) -> list[str]:
+  """One repro per divergence cause among ``rows`` (their ``diagnosis`` attribute, where
+  they have one; rows of one cause share its ``cause`` id, else its file, line and
+  backend): the scripts' paths, in the rows' order."""
+  seen, paths = set(), []
+  for row in rows:
+    found = as_diagnosis(getattr(row, "diagnosis", None))
+    if found is None or not found.values.get("repro"):
+      continue
+    key = found.cause or (found.file, found.line, found.values.get("backend"))
+    if key in seen:
+      continue
+    seen.add(key)
+    path = write_repro(found, directory)
+    if path:
+      paths.append(path)
+  return paths
