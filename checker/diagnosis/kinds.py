@@ -63,3 +63,12 @@ class Diagnosis:
 
   def to_dict(self) -> dict[str, Any]:
     return {**dataclasses.asdict(self), "kind": str(self.kind)}
+
+
+def as_diagnosis(value: Diagnosis | dict[str, Any] | None) -> Diagnosis | None:
+  """A row's diagnosis as the record, whether it is one or its ``to_dict`` (rows read back
+  from a report's JSON)."""
+  if value is None or isinstance(value, Diagnosis):
+    return value
+  fields = {f.name: value[f.name] for f in dataclasses.fields(Diagnosis) if f.name in value}
+  return Diagnosis(**{**fields, "kind": Kind(value["kind"])})

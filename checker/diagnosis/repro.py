@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
+from crossgrad.checker.diagnosis.kinds import Diagnosis, as_diagnosis
 
 _OPERATORS = ("+", "-", "*", "/", "//", "%", "**", "@", "&", "|", "^", "<<", ">>", "<", "<=",
               ">", ">=", "==", "!=")
@@ -146,15 +146,6 @@ def _expression(backend: str, call: dict[str, Any]) -> str:
   module, function = (linalg, name.split(".", 1)[1]) if "." in name else (main, name)
   kwargs = "".join(f", {renames.get(k, k)}={v!r}" for k, v in call["kwargs"].items())
   return f"{module}.{function}(*args{kwargs})"
-
-
-def as_diagnosis(value: Diagnosis | dict[str, Any] | None) -> Diagnosis | None:
-  """A row's diagnosis as the record, whether it is one or its ``to_dict`` (a merged
-  report's rows read back from JSON)."""
-  if value is None or isinstance(value, Diagnosis):
-    return value
-  fields = {f: value[f] for f in Diagnosis.__dataclass_fields__ if f in value}
-  return Diagnosis(**{**fields, "kind": Kind(value["kind"])})
 
 
 def write_for_rows(rows: Iterable[Any], directory: str) -> list[str]:
