@@ -25,7 +25,7 @@ td.note { white-space: normal; max-width: 40em; }
 .ADVISORY { background: #fff3cd; }
 .skipped { background: #eeeeee; color: #666; }
 .absent { color: #aaa; }
-table.heat { border-collapse: collapse; margin: 0.3em 0 1em; }
+table.heat { border-collapse: collapse; margin: 0.3em 0 1em; outline: 1px solid #999; }
 table.heat td { width: 10px; height: 10px; padding: 0; border: none; }
 """
 HEAT_CELL_PX = 10  # Each heatmap cell is a square this wide (table.heat td).
