@@ -16,6 +16,7 @@ import os
 from typing import Sequence
 
 import numpy as np
+from absl import logging
 
 from crossgrad.backends import base
 from crossgrad.checker import compare
@@ -32,7 +33,21 @@ def find_divergence(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   """The first ``xp`` call of ``op`` (forward, then backward on ``cotangents``) whose output
   in ``backend`` and ``mode`` differs from the reference's (NumPy's) by more than its
   inputs' differences explain, as a `Diagnosis` of its numerical kind; None where the
-  program's results agree within the ``dtype``'s tolerance."""
+  program's results agree within the ``dtype``'s tolerance, and where the program cannot
+  be recorded (the reason is logged as a warning).
+
+  ``mode``: eager, a compiled mode of the backend's ``MODES``/``EXTRA_MODES``; for another
+  (a transformation such as vmap) only eager recording is compared."""
+  try:
+    return _find(op, params, inputs, cotangents, backend=backend, dtype=dtype, mode=mode,
+                 device=device)
+  except Exception as e:  # pylint: disable=broad-except  # A diagnosis never breaks a check.
+    logging.warning("no divergence search for %s in %s %s: %s: %s", op.name, backend, mode,
+                    type(e).__name__, e)
+    return None
+
+
+def _find(op, params, inputs, cotangents, *, backend, dtype, mode, device):
   tolerance = compare.tolerance_for(dtype)
   module = base.load(backend)
   reference = program.run(base.load("numpy"), op, params, inputs, cotangents, mode="eager",
@@ -41,6 +56,9 @@ def find_divergence(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   eager = program.run(module, op, params, inputs, cotangents, mode=eager_mode, device=device,
                       like=reference.finals)
   found = first_diverging(reference.tape.calls, _values(eager.tape.calls), tolerance)
+  path = _other_path(reference.tape.calls, eager.tape.calls)
+  if path is not None and (found is None or found[0] >= path):
+    return _branches(reference.tape.calls, eager.tape.calls, path, backend)
   if found is not None:
     note = "" if mode == eager_mode else f" (found in {eager_mode}; the row ran {mode})"
     return _diagnosis(found, reference, eager, backend, dtype, device, eager_mode, tolerance,
@@ -49,6 +67,26 @@ def find_divergence(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
     return None
   return _compiled(op, params, inputs, cotangents, module, reference, tolerance,
                    backend=backend, dtype=dtype, mode=mode, device=device)
+
+
+def _other_path(reference: Sequence[recording.Call],
+                other: Sequence[recording.Call]) -> int | None:
+  """The first call where the two runs make different calls (or one stops), else None."""
+  for k, (a, b) in enumerate(zip(reference, other)):
+    if (a.name, a.file, a.line) != (b.name, b.file, b.line):
+      return k
+  return None if len(reference) == len(other) else min(len(reference), len(other))
+
+
+def _branches(reference, other, k: int, backend: str) -> Diagnosis:
+  """The runs agree up to call k and then take different paths (a branch on values)."""
+  at = (reference[k - 1] if k else reference[0]) if reference else None
+  return Diagnosis(
+      Kind.UNKNOWN, f"{backend} and the reference agree up to call {k} and then make "
+      "different xp calls: the op branches in Python on values that differ; compare the "
+      "values its conditions read.", file=at.file if at else None,
+      line=at.line if at else None, call=classify.shown(at) if at else None,
+      values={"calls_reference": len(reference), "calls_backend": len(other)})
 
 
 def _values(calls: Sequence[recording.Call]) -> list[list[np.ndarray | None]]:
