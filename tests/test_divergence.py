@@ -229,7 +229,7 @@ def _run_repro(path):
   return {k: json.loads(v) for k, v in lines}
 
 
-@pytest.mark.parametrize("backend", ["tensorflow", "torch"])
+@pytest.mark.parametrize("backend", ["torch"])  # TensorFlow's import: 15 s more.
 def test_repro_runs_the_diverging_call_alone(tmp_path, backend):
   found = _diagnose(INVERSE, [_hilbert()], backend)
   path = repro.write_repro(found, str(tmp_path))
