@@ -10,7 +10,7 @@ import pytest
 
 import crossgrad as cg
 from crossgrad.backends import base
-from crossgrad.checker.diagnosis import classify, repro
+from crossgrad.checker.diagnosis import classify, divergence, program, repro
 from crossgrad.checker.diagnosis.divergence import find_divergence
 from crossgrad.checker.diagnosis.kinds import Kind
 
@@ -205,6 +205,30 @@ def test_jit_only_divergence_is_located_with_intermediates_as_outputs(tmp_path):
   assert "jax.jit(jax_call)" in open(path, encoding="utf-8").read()
   printed = _run_repro(path)  # The subtraction alone, in jit, on jit's own sum.
   assert (printed["numpy"], printed["jax"]) == (0.0, float(jax.jit(total)(x) - c))
+
+
+def test_bisecting_compiled_prefixes_finds_the_same_call():
+  """The fallback where intermediates made outputs agree: compiled prefixes, bisected."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  total = lambda x: jnp.sum(x * x - 3.0 * x)  # noqa: E731
+  x = next(x for x in (np.random.default_rng(seed).normal(3.0, 1.0, 300).astype(F32)
+                       for seed in range(40))
+           if float(total(x)) == np.sum(x * x - F32(3.0) * x) != float(jax.jit(total)(x)))
+  c = np.sum(x * x - F32(3.0) * x)
+  numpy_, jax_ = base.load("numpy"), base.load("jax")
+  reference = program.run(numpy_, OFFSET, {}, [x, c], [None], mode="eager", device="cpu:0")
+  names = [call.name for call in reference.tape.calls]
+  run = lambda how, like, stop_at=None: program.run(  # noqa: E731
+      jax_, OFFSET, {}, [x, c], [None], mode="jit", device="cpu:0", how=how, like=like,
+      stop_at=stop_at, n_kept=len(like))
+  finals = jax_.evaluate(OFFSET, {}, [x, c], [np.zeros((), F32)], device="cpu:0", mode="jit")
+  finals = list(finals[0]) + list(finals[1])
+  bisect = divergence._bisect  # pylint: disable=protected-access
+  # x*x - 3*x, its sum, then s - c: the sum's order makes s - c differ.
+  assert names[:5] == ["*", "*", "-", "sum", "-"]
+  assert bisect(run, reference, 1e-5, finals) == (4, 0)
+  assert bisect(run, reference, 1e-5, reference.finals) is None  # Nothing to bisect.
 
 
 def test_error_map_is_block_maxima_of_the_worst_result():

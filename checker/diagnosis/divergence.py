@@ -161,7 +161,8 @@ def _compiled(op, params, inputs, cotangents, module, reference, tolerance, *, b
   found = first_diverging(reference.tape.calls, outputs, tolerance)
   how = "compiled with every intermediate made an output"
   if found is None:
-    found, how = _bisect(run, reference, tolerance), "found by bisecting compiled prefixes"
+    found = _bisect(run, reference, tolerance, whole.finals)
+    how = "found by bisecting compiled prefixes"
   if found is None:
     if all(_error(a, e) <= tolerance for a, e in zip(whole.finals, reference.finals)):
       return None
@@ -178,26 +179,43 @@ def _compiled(op, params, inputs, cotangents, module, reference, tolerance, *, b
                     f" (eager agrees; in {mode}, {how})")
 
 
-def _bisect(run, reference: program.Run, tolerance: float) -> tuple[int, int] | None:
+def _bisect(run, reference: program.Run, tolerance: float,
+            finals: Sequence[np.ndarray]) -> tuple[int, int] | None:
   """The first call k whose output, compiled as the last of a program truncated there,
-  differs (assuming a prefix that differs stays different when extended)."""
-  calls = reference.tape.calls
-  candidates = [k for k, c in enumerate(calls) if any(map(program.is_floating, c.dtypes))]
+  differs: bisected over the calls the first differing result (of ``finals``, the compiled
+  program's) depends on, in order (a prefix that differs stays different when extended
+  along them)."""
+  calls, tape = reference.tape.calls, reference.tape
+  bad = [s for s, a, e in zip(tape.final_sources, finals, reference.finals)
+         if s is not None and _error(a, e) > tolerance]
+  if not bad:
+    return None
+  candidates = sorted(k for k in _ancestors(calls, bad[0][0])
+                      if any(map(program.is_floating, calls[k].dtypes)))
 
-  def differs(k):
+  def errors(k):
     kept = run("prefix", calls[k].outputs, stop_at=k).kept
-    return max((_error(a, e) for a, e in zip(kept, calls[k].outputs)), default=0.0) > tolerance
+    return [_error(a, e) for a, e in zip(kept, calls[k].outputs)]
 
   lo, hi = 0, len(candidates)
   while lo < hi:
     mid = (lo + hi) // 2
-    if differs(candidates[mid]):
+    if max(errors(candidates[mid]), default=0.0) > tolerance:
       hi = mid
     else:
       lo = mid + 1
   if lo == len(candidates):
     return None
-  k = candidates[lo]
-  kept = run("prefix", calls[k].outputs, stop_at=k).kept
-  errors = [_error(a, e) for a, e in zip(kept, calls[k].outputs)]
-  return k, errors.index(max(errors))
+  found = errors(candidates[lo])
+  return candidates[lo], found.index(max(found))
+
+
+def _ancestors(calls: Sequence[recording.Call], k: int) -> set[int]:
+  """Call k and every call whose output it reads, transitively."""
+  seen, todo = set(), [k]
+  while todo:
+    i = todo.pop()
+    if i not in seen:
+      seen.add(i)
+      todo += [s[0] for s in calls[i].sources if s]
+  return seen

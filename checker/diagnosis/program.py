@@ -38,7 +38,8 @@ def is_floating(dtype: Any) -> bool:
 def _g(xp, outs: Sequence[Any], cts: Sequence[Any], single: bool):
   """The ``g`` the backward gets: each output's cotangent, zeros for a floating output
   with none, None for an integer one; one array where the forward returned one."""
-  g = [ct if ct is not None else xp.zeros_like(o) if is_floating(o.dtype) else None
+  g = [ct if ct is not None else
+       xp.zeros_like(recording.unwrap(o)) if is_floating(o.dtype) else None
        for o, ct in zip(outs, cts)]
   return g[0] if single else tuple(g)
 
@@ -58,12 +59,13 @@ def _body(op: OpDef, tape: recording.Tape, n_in: int, which: Sequence[int], how:
       single = not isinstance(outputs, (tuple, list))
       outs = [outputs] if single else list(outputs)
       tape.phase = "backward"
-      g = _g(rxp, outs, [next(cts) if i in which else None for i in range(len(outs))],
+      g = _g(xp, outs, [next(cts) if i in which else None for i in range(len(outs))],
              single)
       grads = op.backward(rxp, residuals, g, **params)
     except recording.Stop as stop:
-      return tuple(stop.value), ()
+      return tuple(stop.args[0]), ()
     finals = outs + [c for c in grads if c is not None]
+    tape.final_sources = [tape.made.get(id(recording.unwrap(x))) for x in finals]
     if how == "intermediates":
       # Copies: an output that is another output too confuses torch.compile's wiring.
       finals += [recording.unwrap(x) + 0 for leaves in tape.keep for x in leaves

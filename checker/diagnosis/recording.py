@@ -24,11 +24,8 @@ SUBMODULES = ("linalg", "fft")
 
 
 class Stop(Exception):
-  """Raised at the call a truncated program stops after; carries its output."""
-
-  def __init__(self, value: Any):
-    super().__init__("program truncated")
-    self.value = value
+  """Raised at the call a truncated program stops after; ``args[0]``: its outputs (no
+  ``__init__`` of its own: torch.compile traces the raise)."""
 
 
 @dataclasses.dataclass
@@ -59,6 +56,7 @@ class Tape:
   keep_raw: bool = False
   light: bool = False
   count: int = 0
+  final_sources: list[tuple[int, int] | None] = dataclasses.field(default_factory=list)
   made: dict[int, tuple[int, int]] = dataclasses.field(default_factory=dict)
   alive: list[Any] = dataclasses.field(default_factory=list)  # Keeps ``made``'s ids valid.
 
