@@ -2,6 +2,7 @@
 kind, the line and the call it names, in the backends and modes where each occurs."""
 
 import dataclasses
+import json
 import os
 import types
 
@@ -131,6 +132,7 @@ def test_naive_variance_cancels_at_the_subtraction(backend, mode):
   expected = np.mean(x * x, axis=-1) - np.mean(x, axis=-1) ** 2
   np.testing.assert_allclose(found.values["expected"]["first"][:4], expected, rtol=1e-6)
   assert found.values["cancelled"] > 1e5
+  assert json.loads(json.dumps(found.to_dict()))["kind"] == "cancellation"  # JSON-able.
   if mode == "jit":
     assert "found in eager" in found.message
 
@@ -243,7 +245,6 @@ def test_error_map_is_block_maxima_of_the_worst_result():
 
 
 def _run_repro(path):
-  import json  # pylint: disable=g-import-not-at-top
   import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
