@@ -233,15 +233,18 @@ def test_bisecting_compiled_prefixes_finds_the_same_call():
   assert bisect(run, reference, 1e-5, reference.finals) is None  # Nothing to bisect.
 
 
-def test_error_map_is_block_maxima_of_the_worst_result():
-  expected = [np.ones((100, 3), F32), np.ones(5, F32)]
+def test_error_map_is_the_worst_results():
+  expected = [np.ones((100, 3), F32), np.ones(5, F32), np.arange(3)]
   actual = [e.copy() for e in expected]
   actual[0][70, 1] = 3.0
   actual[1][2] = 1.5
-  m = classify.error_map(actual, expected)
-  assert (len(m), len(m[0])) == (50, 3)  # 100 rows in blocks of 2.
-  assert m[35][1] == 2.0 and sum(map(sum, m)) == 2.0
-  assert classify.error_map([np.full((2, 2), np.nan)], [np.ones((2, 2))]) == [[1.0, 1.0]] * 2
+  actual[2][0] = 7  # Integers are not mapped.
+  m = classify.worst_error_map(actual, expected)
+  assert (len(m), len(m[0])) == (64, 3)  # 100 rows pooled into 64.
+  row = np.searchsorted(np.linspace(0, 100, 65).astype(int), 70, side="right") - 1
+  assert m[row][1] == 2.0 and sum(map(sum, m)) == 2.0
+  assert classify.worst_error_map([np.full((2, 2), np.nan)], [np.ones((2, 2))]) == [[1.0] * 2] * 2
+  assert classify.worst_error_map([np.ones(2)], [np.ones(3)]) == []
 
 
 def _run_repro(path):

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from crossgrad.checker import compare
+from crossgrad.checker.diagnosis import error_map
 from crossgrad.checker.diagnosis.kinds import Kind
 from crossgrad.checker.diagnosis.recording import Call
 
@@ -22,7 +23,6 @@ LINALG = ("linalg.solve", "linalg.inv", "linalg.cholesky", "linalg.eigh", "linal
           "linalg.qr", "linalg.matrix_power", "linalg.matrix_rank")
 VECTORS = ("linalg.eigh", "linalg.svd")
 SUMS = ("+", "-", "add", "subtract")
-MAP_SIZE = 64  # The error map's largest side.
 REPRO_ELEMENTS = 4096  # The most argument elements a diagnosis carries for its repro.
 
 
@@ -54,33 +54,13 @@ def _num(v) -> float | bool:
   return v if isinstance(v, bool) else float(f"{float(v):.7g}")
 
 
-def error_map(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> list[list[float]]:
-  """|actual - expected| / scale of the worst of the results (scale: the largest |expected|),
-  as at most 2-D (leading axes kept, the rest flattened), block maxima down to 64x64; NaN or
-  inf in one only counts as 1."""
-  maps = [_errors(a, e) for a, e in zip(actual, expected)]
-  maps = [m for m in maps if m is not None]
-  if not maps:
-    return []
-  worst = max(maps, key=lambda m: float(m.max(initial=0.0)))
-  m = worst.reshape(1, -1) if worst.ndim < 2 else worst.reshape(worst.shape[0], -1)
-  rows, cols = (-(-n // MAP_SIZE) for n in m.shape)
-  m = np.pad(m, ((0, -m.shape[0] % rows), (0, -m.shape[1] % cols)))
-  m = m.reshape(m.shape[0] // rows, rows, m.shape[1] // cols, cols).max(axis=(1, 3))
-  return [[float(f"{v:.3g}") for v in row] for row in m]
-
-
-def _errors(a: np.ndarray, e: np.ndarray) -> np.ndarray | None:
-  """Elementwise |a - e| over the largest finite |e|; 1 where NaN or inf differ."""
-  a, e = np.asarray(a), np.asarray(e)
-  if a.shape != e.shape or not compare.is_inexact(e.dtype) or not e.size:
-    return None
-  a, e = a.astype(np.complex128), e.astype(np.complex128)
-  finite = np.isfinite(a) & np.isfinite(e)
-  scale = max(float(np.max(np.abs(np.where(finite, e, 0)), initial=0.0)), 1e-300)
-  with np.errstate(invalid="ignore", over="ignore"):
-    err = np.where(finite, np.abs(np.where(finite, a - e, 0)) / scale, 1.0)
-  return np.where(finite | (a == e) | (np.isnan(a) & np.isnan(e)), err, 1.0).real
+def worst_error_map(actual: Sequence[np.ndarray],
+                    expected: Sequence[np.ndarray]) -> list[list[float]]:
+  """The `error_map.error_map` of the worst of the results (largest elementwise error;
+  floating arrays of matching shapes only), [] where none compares."""
+  maps = [error_map.error_map(a, e) for a, e in zip(actual, expected)
+          if np.shape(a) == np.shape(e) and np.size(e) and compare.is_inexact(np.asarray(e).dtype)]
+  return max(maps, key=lambda m: max(map(max, m)), default=[])
 
 
 def classify(ref: Call, call: Call, j: int, dtype: str,

@@ -134,7 +134,7 @@ def _diagnosis(found: tuple[int, int], reference: program.Run, other: program.Ru
   kind, message, extra = classify.classify(ref_call, call, j, dtype, tolerance)
   values = {**extra, "expected": classify.summary(ref_call.outputs[j]),
             "actual": classify.summary(call.outputs[j]),
-            "error_map": classify.error_map(other.finals, reference.finals),
+            "error_map": classify.worst_error_map(other.finals, reference.finals),
             "backend": backend, "dtype": dtype, "device": device, "mode": mode, "output": j,
             "phase": ref_call.phase, "repro": classify.repro_call(ref_call, call)}
   where = f"{os.path.basename(ref_call.file)}:{ref_call.line}"
@@ -169,7 +169,7 @@ def _compiled(op, params, inputs, cotangents, module, reference, tolerance, *, b
     return Diagnosis(Kind.UNKNOWN, f"{backend} {mode} differs from the reference, but no "
                      "prefix of the recorded program does: the difference comes from how "
                      "the whole program compiles (fusion), at no single call.",
-                     values={"error_map": classify.error_map(whole.finals, reference.finals),
+                     values={"error_map": classify.worst_error_map(whole.finals, reference.finals),
                              "backend": backend, "dtype": dtype, "mode": mode})
   tape = recording.Tape(calls=[dataclasses.replace(c, outputs=values, args=[
       outputs[s[0]][s[1]] if s else a for a, s in zip(c.args, c.sources)])
