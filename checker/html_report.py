@@ -11,7 +11,7 @@ import html
 import math
 
 from crossgrad.checker import grid as grid_lib
-from crossgrad.checker.diagnosis.kinds import Diagnosis, as_diagnosis
+from crossgrad.checker.diagnosis.kinds import Diagnosis
 from crossgrad.checker.report import Report, Row
 
 _STYLE = """
@@ -60,7 +60,8 @@ def _grid_table(g: grid_lib.Grid) -> list[str]:
 
 
 def _rows_table(rows: list[Row]) -> list[str]:
-  names = [f.name for f in dataclasses.fields(Row)]
+  # A row's diagnosis shows under its cause (`_causes_section`), not as a column.
+  names = [f.name for f in dataclasses.fields(Row) if f.name != "diagnosis"]
   out = ["<table class='rows'>", "<tr>" + "".join(f"<th>{_e(n)}</th>" for n in names) + "</tr>"]
   for row in rows:
     status = row.status
@@ -101,7 +102,9 @@ def causes(rows: list[Row]) -> list[tuple[Diagnosis, list[Row]]]:
   file, line and message), in the order of their first row."""
   groups: dict[tuple, tuple[Diagnosis, list[Row]]] = {}
   for row in rows:
-    found = as_diagnosis(getattr(row, "diagnosis", None))
+    found = getattr(row, "diagnosis", None)
+    if isinstance(found, dict):  # A row read back from a report's JSON.
+      found = Diagnosis.from_dict(found)
     if found is not None:
       key = (found.cause,) if found.cause else (found.kind, found.file, found.line,
                                                found.message)

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from crossgrad.checker.diagnosis.kinds import Diagnosis, as_diagnosis
+from crossgrad.checker.diagnosis.kinds import Diagnosis
 
 _OPERATORS = ("+", "-", "*", "/", "//", "%", "**", "@", "&", "|", "^", "<<", ">>", "<", "<=",
               ">", ">=", "==", "!=")
@@ -154,7 +154,9 @@ def write_for_rows(rows: Iterable[Any], directory: str) -> list[str]:
   backend): the scripts' paths, in the rows' order."""
   seen, paths = set(), []
   for row in rows:
-    found = as_diagnosis(getattr(row, "diagnosis", None))
+    found = getattr(row, "diagnosis", None)
+    if isinstance(found, dict):  # A row read back from a report's JSON.
+      found = Diagnosis.from_dict(found)
     if found is None or not found.values.get("repro"):
       continue
     key = found.cause or (found.file, found.line, found.values.get("backend"))
