@@ -103,10 +103,25 @@ def _offset_backward(xp, residuals, g):
 OFFSET = cg.OpDef("t_offset", _offset, _offset_backward, gradient="declared")
 
 
-def _diagnose(op, inputs, backend, mode="eager"):
+def _branching(xp, x, *, threshold=0.0):
+  if float(xp.sum(x * x - 3.0 * x)) > threshold:  # Sums within tolerance, either side.
+    return 2.0 * x, ()
+  return 3.0 * x, ()
+
+
+def _branching_backward(xp, residuals, g, *, threshold=0.0):
+  del residuals, threshold
+  return (2.0 * g,)
+
+
+BRANCHING = cg.OpDef("t_branching", _branching, _branching_backward, gradient="declared",
+                     param_sets=[{"threshold": 0.0}])
+
+
+def _diagnose(op, inputs, backend, mode="eager", **params):
   inputs = [np.asarray(x) for x in inputs]
-  cotangents = [np.ones_like(base.load("numpy").evaluate(op, {}, inputs, [None])[0][0])]
-  return find_divergence(op, {}, inputs, cotangents, backend=backend, dtype="float32",
+  cotangents = [np.ones_like(base.load("numpy").evaluate(op, params, inputs, [None])[0][0])]
+  return find_divergence(op, params, inputs, cotangents, backend=backend, dtype="float32",
                          mode=mode, device="cpu:0")
 
 
@@ -231,6 +246,20 @@ def test_bisecting_compiled_prefixes_finds_the_same_call():
   assert names[:5] == ["*", "*", "-", "sum", "-"]
   assert bisect(run, reference, 1e-5, finals) == (4, 0)
   assert bisect(run, reference, 1e-5, reference.finals) is None  # Nothing to bisect.
+
+
+def test_runs_that_branch_apart_on_agreeing_values_are_reported_where_they_part():
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  for seed in range(40):
+    x = np.random.default_rng(seed).normal(3.0, 1.0, 300).astype(F32)
+    ours, theirs = float(np.sum(x * x - F32(3.0) * x)), float(jnp.sum(x * x - 3.0 * x))
+    if ours != theirs:
+      break
+  found = _diagnose(BRANCHING, [x], "jax", threshold=(ours + theirs) / 2)
+  assert (found.kind, found.line, found.call) == (
+      Kind.UNKNOWN, _line("Sums within tolerance, either side"), "xp.sum")
+  assert "make different xp calls" in found.message
+  assert _diagnose(BRANCHING, [x], "jax", threshold=min(ours, theirs) - 1.0) is None
 
 
 def test_error_map_is_the_worst_results():
