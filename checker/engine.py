@@ -1,13 +1,13 @@
 """The cross-check engine: every backend against the NumPy reference, and the
 reference against finite differences.
 
-For each op and static-parameter set: the op's ``sample`` gives inputs; in float64
-the reference VJP is checked by finite differences (of the forward for exact ops, of
-the declared surrogate for surrogate ops; declared gradients have no oracle); then for
-each dtype, backend, device and mode the forward values and the VJP for one shared
-random cotangent are compared with the reference at a dtype-aware tolerance (`compare`),
-and with the backend's first device, and so are both on special values
-(`special_values`).
+For each op and static-parameter set the op's ``sample`` gives inputs, and the row kinds
+of `crossgrad.checker.rows` run in their table's order: once per op and parameter set
+(finite differences of the reference, float64), then per dtype, backend, device and mode
+after the backend's `evaluate` ran on the inputs and one shared random cotangent
+(forward, vjp, device, special values, higher order), and per backend and device
+(transformation modes). The engine makes what they share: the sample, the reference's
+arrays per dtype (`setting.Target`), each backend's results.
 Frameworks are imported only through `crossgrad.backends.base.load`, and only for
 the backends asked for.
 """
