@@ -402,14 +402,15 @@ def _kind_rows(scope, run, is_complex: bool, results_failed: bool = False) -> li
   """The rows of every kind of ``scope`` for ``run``, in the table's order (`row_kinds`):
   a kind that needs results gets none where they failed; a complex target gets no rows of
   a kind that does not cover it (in the mode scope, a ``skipped`` row says so once)."""
-  rows = []
+  rows, said = [], scope != row_kinds.Scope.MODE
   for kind in row_kinds.of_scope(scope):
     if kind.needs_results and results_failed:
       continue
     if is_complex and not kind.complex_inputs:
-      if scope == row_kinds.Scope.MODE:
+      if not said:
         rows.append(run.context.row(Check.SKIPPED, ok=True, note=COMPLEX_NOT_COVERED))
-      break
+        said = True
+      continue
     rows += kind.rows(run)
   return rows
 
