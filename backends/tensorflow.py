@@ -40,7 +40,7 @@ _ROUND_TRIPS: dict[str, tuple[Callable[[OpDef, dict], Callable[..., Any]],
 
 
 def _as_tensor(x):
-  """``tf.convert_to_tensor(x)``, skipped for a tensor (eagerly it costs 2 us a call)."""
+  """``tf.convert_to_tensor(x)``, skipped for a tensor (eagerly the call is not free)."""
   return x if isinstance(x, tf.Tensor) else tf.convert_to_tensor(x)
 
 
@@ -82,7 +82,7 @@ def _take(x, indices, /, *, axis=None):
       _const(size, unsigned) if isinstance(size, int) else tf.cast(size, unsigned))
   # The gather reads clamped indices (TF's CPU gather raises past the end); the select
   # below zeros what they stood in for. A clamp, not a select on the indices: XLA fuses
-  # that one into the gather 13% slower (sparse_q's backward at 1M elements).
+  # a select into the gather as a slower kernel.
   last = _const(size - 1, indices.dtype) if isinstance(size, int) else size - 1
   in_range = tf.minimum(tf.maximum(indices, _const(0, indices.dtype)), last)
   picked = tf.gather(x, in_range, axis=axis)

@@ -104,7 +104,7 @@ def test_correct_builtins_pass_finite_differences_across_seeds():
 
 def test_full_cross_check_of_the_builtins_as_readme_runs_it(tmp_path):
   """README's main job: the binary with its default flags (seed included), exit status 0.
-  Another seed would miss what the default one draws (issue 33)."""
+  Another seed would miss what the default one draws."""
   result = subprocess.run([sys.executable, "-m", "crossgrad.check", f"--json={tmp_path}/r.json"],
                           capture_output=True, text=True, check=False)
   assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
