@@ -124,3 +124,34 @@ def tensorflow_kernel(bug: str | None = None):
     return fused(x)
   return leaky
 
+
+
+def check_triton_in_subprocess(bug: str | None, modes=None, devices="all") -> cg.Report:
+  """The cross-check of the Triton kernel (``bug`` planted) as a `Report`, run in a process
+  of its own: on Python 3.11 Triton's interpreter leaves the process's `ast` parser in a
+  state where later parses (pytest rewriting the next test file) raise SystemError."""
+  import json  # pylint: disable=g-import-not-at-top
+  import os  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  done = subprocess.run([sys.executable, __file__, json.dumps([bug, modes, devices])],
+                        capture_output=True, text=True, timeout=600, check=False,
+                        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+  if done.returncode != 0:
+    raise RuntimeError(done.stderr[-3000:])
+  return cg.Report.from_dict(json.loads(done.stdout))
+
+
+def _main(argv):
+  import json  # pylint: disable=g-import-not-at-top
+  bug, modes, devices = json.loads(argv[1])
+  cg.register_kernel(OP, "torch", triton_kernel(bug), name="k",
+                     unsupported_modes=example.triton_unsupported())
+  report = cg.cross_check(OP, backends=["torch"], modes=modes, devices=devices,
+                          dtypes=["float32"], special=False, impls=["k"])
+  print(report.to_json())
+
+
+if __name__ == "__main__":
+  import sys as _sys  # pylint: disable=g-import-not-at-top
+  _main(_sys.argv)

@@ -1,7 +1,8 @@
 """Registered kernels: `get` and ``impl=``, the op core's checks on a kernel's outputs, and
 the cross-check of Pallas, Triton and TensorFlow kernels (correct ones green in every mode
 they run; planted bugs caught). On CPU, Pallas runs interpreted and Triton under
-``TRITON_INTERPRET=1`` (conftest): tiny arrays, float32 only."""
+``TRITON_INTERPRET=1`` (conftest), in a subprocess (`kernel_fixtures`): tiny arrays,
+float32 only."""
 
 import importlib.util
 import os
@@ -79,9 +80,12 @@ def test_kernel_outputs_get_the_op_core_checks(registered, result, message):
 def test_correct_kernels_are_green_in_every_mode_they_run(registered, backend):
   if backend == "torch" and importlib.util.find_spec("triton") is None:
     pytest.fail("triton is not installed (the 'all' extra installs it)")
-  registered(backend)
-  report = cg.cross_check(kf.OP, backends=[backend], impls=["k"], devices=_devices(backend),
-                          **_FAST)
+  if backend == "torch":
+    report = kf.check_triton_in_subprocess(None, devices=_devices(backend))
+  else:
+    registered(backend)
+    report = cg.cross_check(kf.OP, backends=[backend], impls=["k"], devices=_devices(backend),
+                            **_FAST)
   rows = _kernel_rows(report)
   assert report.ok, report.table(failures_only=True)
   checked = {(row.mode, row.check) for row in rows if row.check != "skipped"}
@@ -111,9 +115,12 @@ def _failing(report):
 ])
 def test_planted_kernel_bugs_are_caught(registered, backend, bug, wrong):
   modes = {"jax": ["eager", "jit"], "torch": ["eager"], "tensorflow": ["eager", "graph", "jit"]}
-  registered(backend, bug=bug)
-  report = cg.cross_check(kf.OP, backends=[backend], modes=modes[backend],
-                          devices=_devices(backend), **_FAST)
+  if backend == "torch":
+    report = kf.check_triton_in_subprocess(bug, modes["torch"], _devices(backend))
+  else:
+    registered(backend, bug=bug)
+    report = cg.cross_check(kf.OP, backends=[backend], modes=modes[backend],
+                            devices=_devices(backend), **_FAST)
   assert not report.ok
   assert all(row.impl == "k" for row in report.failures)  # The emitted op stays green.
   assert _failing(report) == wrong, report.table(failures_only=True)
