@@ -1,0 +1,82 @@
+r"""Eager cost of the standard's array object in torch op bodies.
+
+  python -m crossgrad.benchmarks.torch_array_overhead [--sizes=1000] [--ops=leaky_relu]
+
+For every registry op with a hand-written baseline (its inputs): one eager train step, the
+gradient of ``sum(op(inputs) * w)``, with the op's forward and backward seeing
+`torch_array_object.Array` (today's crossgrad) and seeing plain ``torch.Tensor``
+(`torch_array_object.native_tensors`), run interleaved in the same process; the table shows
+medians and the ratio array object / plain tensors (target: geometric mean <= 1.02 at 1K
+elements). Under ``torch.compile`` the wrapper exists only while Dynamo traces
+(tests/test_torch_array.py asserts the graphs are the same).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from absl import flags
+import numpy as np
+import torch
+
+import crossgrad as cg
+from crossgrad.backends import torch_array_object
+from crossgrad.benchmarks import handwritten, overhead, timing, torch_overhead
+from crossgrad.checker import usage
+
+FLAGS = flags.FLAGS
+TARGET_RATIO = 1.02
+
+
+def _rows(name: str, elements: int, budget_s: float) -> tuple:
+  baseline = handwritten.BASELINES[name]
+  rng = np.random.default_rng(0)
+  op = cg.get(name)
+  fn = cg.torch.get(op, **baseline.params)
+  inputs = [torch.tensor(x, requires_grad=i in op.diff_argnums)
+            for i, x in enumerate(baseline.inputs(elements, rng))]
+  outputs = overhead.as_tuple(fn(*inputs))
+  weights = [torch.tensor(rng.standard_normal(tuple(o.shape))).to(o.dtype) for o in outputs]
+  step = torch_overhead.train_step(fn, False, op.diff_argnums)
+
+  def native():
+    with torch_array_object.native_tensors():
+      return step(inputs, weights)
+
+  medians, repeats = timing.calibrated_medians(
+      {"array object": lambda: step(inputs, weights), "plain tensors": native}, budget_s)
+  ours, theirs = medians["array object"], medians["plain tensors"]
+  return (name, int(inputs[0].numel()), round(ours * 1e6, 1), round(theirs * 1e6, 1),
+          round(ours / theirs, 3), repeats)
+
+
+def run(sizes: Sequence[int] = (1_000,), ops: Sequence[str] | None = None,
+        budget_s: float = 2.0, json_path: str | None = None) -> dict:
+  names = [n for n in (ops or cg.names()) if n in handwritten.BASELINES]
+  rows = [_rows(name, size, budget_s) for name in names for size in sizes]
+  header = ("op", "elements", "array object us", "plain tensors us", "ratio", "repeats")
+  timing.emit("eager torch train step: op bodies with the array object vs plain torch.Tensor "
+              "(ratio = array object / plain)", header, rows, None)
+  geomean = float(np.exp(np.mean([np.log(r[4]) for r in rows])))
+  print(f"geometric mean ratio {geomean:.3f}, max {max(r[4] for r in rows):.3f}")
+  payload = {"title": "torch array object eager overhead",
+             "settings": {"sizes": list(sizes), "budget_s": budget_s},
+             "summary": {"geomean_ratio": geomean, "max_ratio": max(r[4] for r in rows),
+                         "target_ratio": TARGET_RATIO},
+             "rows": [dict(zip(header, r)) for r in rows]}
+  if json_path:
+    timing.write_json(json_path, payload)
+  return payload
+
+
+def main(argv):
+  del argv
+  run(FLAGS.sizes or (1_000,), FLAGS.ops, FLAGS.budget_s, FLAGS.json)
+
+
+if __name__ == "__main__":
+  timing.define_common_flags("torch_array_overhead")
+  timing.define_ints("sizes", "Element counts (default 1000).")
+  flags.DEFINE_list("ops", None, "Op names (default all with a baseline).")
+  flags.DEFINE_float("budget_s", 2.0, "Seconds of timing per op and size.")
+  usage.run(main)
