@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from typing import Any
 
 
@@ -62,4 +63,23 @@ class Diagnosis:
     return f"{self.file}:{self.line}" if self.file and self.line else self.file or ""
 
   def to_dict(self) -> dict[str, Any]:
-    return {**dataclasses.asdict(self), "kind": str(self.kind)}
+    """As JSON takes it: ``kind`` a string, non-finite numbers in ``values`` as strings
+    ("nan", "inf"; strict JSON has none)."""
+    return {**dataclasses.asdict(self), "kind": str(self.kind),
+            "values": _finite(self.values)}
+
+  @classmethod
+  def from_dict(cls, data: dict[str, Any]) -> "Diagnosis":
+    """The diagnosis `to_dict` gave (as JSON read back)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{**{k: v for k, v in data.items() if k in names}, "kind": Kind(data["kind"])})
+
+
+def _finite(value: Any) -> Any:
+  if isinstance(value, float) and not math.isfinite(value):
+    return str(value)
+  if isinstance(value, dict):
+    return {k: _finite(v) for k, v in value.items()}
+  if isinstance(value, (list, tuple)):
+    return [_finite(v) for v in value]
+  return value
