@@ -276,7 +276,8 @@ def _combined(op: OpDef, found: list[Diagnosis], wrong: list[_Input]) -> Diagnos
   """The first input's diagnosis, located in the backward, naming the others' kinds."""
   first = found[0]
   index = op.input_names.index(first.input)
-  file, line = source_lines.cotangent_line(op.backward, index)
+  file, line = source_lines.cotangent_line(  # Swapped: the return that orders them.
+      op.backward, None if first.kind == Kind.SWAPPED_COTANGENTS else index)
   others = [f"{d.input}: {d.kind}" for d in found[1:]]
   values = dict(first.values)
   if "error_map" not in values:

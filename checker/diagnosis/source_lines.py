@@ -8,11 +8,13 @@ import textwrap
 from typing import Callable
 
 
-def cotangent_line(backward: Callable, index: int) -> tuple[str | None, int | None]:
+def cotangent_line(backward: Callable,
+                   index: int | None) -> tuple[str | None, int | None]:
   """The file of ``backward`` and the line that makes the cotangent of input ``index``:
   the ``index``-th element of a returned tuple (or, where that element is a name, the last
-  line assigning it before the return); the return line where the result is not a literal
-  tuple; the ``def`` line where the source cannot be read (a generated function)."""
+  line assigning it); the return line where the result is not a literal tuple, or for
+  ``index`` None; the ``def`` line where the source cannot be read (a generated
+  function)."""
   function = inspect.unwrap(getattr(backward, "defined_by", (backward,))[0])
   try:
     file = inspect.getsourcefile(function)
@@ -28,7 +30,7 @@ def cotangent_line(backward: Callable, index: int) -> tuple[str | None, int | No
   return file, first + found - 1 if found else first
 
 
-def _line_in(tree: ast.AST, index: int) -> int | None:
+def _line_in(tree: ast.AST, index: int | None) -> int | None:
   """The line (1-based within ``tree``) of input ``index``'s cotangent in the first
   function or lambda of ``tree``."""
   function = next((n for n in ast.walk(tree)
@@ -53,8 +55,10 @@ def _line_in(tree: ast.AST, index: int) -> int | None:
   return _element_line(last.value, index, assigned) or last.lineno
 
 
-def _element_line(value: ast.AST, index: int, assigned: dict[str, int]) -> int | None:
-  if not isinstance(value, (ast.Tuple, ast.List)) or index >= len(value.elts):
+def _element_line(value: ast.AST, index: int | None,
+                  assigned: dict[str, int]) -> int | None:
+  if (index is None or not isinstance(value, (ast.Tuple, ast.List))
+      or index >= len(value.elts)):
     return None
   element = value.elts[index]
   if isinstance(element, ast.Name) and element.id in assigned:
