@@ -213,3 +213,31 @@ def test_binary_prints_causes_and_writes_them_to_json(tmp_path):
   assert f"1. twice_sin -: scale at {module}:6 (1 row)" in result.stdout
   row, = [r for r in json.loads(out.read_text())["rows"] if r["status"] == "FAIL"]
   assert (row["diagnosis"]["kind"], row["diagnosis"]["factor"]) == ("scale", 2.0)
+
+
+def _inverse(xp, a):
+  inverse = xp.linalg.inv(a)
+  return inverse, (inverse,)
+
+
+def _inverse_backward(xp, r, g):
+  (inverse,) = r
+  return (-(inverse.T @ g @ inverse.T),)
+
+
+def _hilbert(rng):
+  i = np.arange(6.0)
+  return (1.0 / (i[:, None] + i[None, :] + 1) + 1e-3 * rng.random((6, 6)),)
+
+
+def test_a_right_backward_of_an_ill_conditioned_forward_is_not_called_wrong():
+  op = _op("hilbert", _inverse, _inverse_backward, _hilbert)
+  a, = engine._sample(op, 0, {})
+  rows = engine.finite_difference_rows(op, {}, [a])
+  assert not rows[0].ok  # float64 finite differences lose the digits.
+  diagnosis = backward.diagnose(op, {}, [a])
+  assert (diagnosis.kind, diagnosis.input) == (Kind.ILL_CONDITIONED, "a")
+  assert diagnosis.line == _line_of(_inverse, "return inverse, (inverse,)")
+  # d inv(A) = -inv(A) dA inv(A): ||J||_F ||A||_F / ||inv(A)||_F is A's Frobenius condition.
+  assert diagnosis.values["condition_number"] == pytest.approx(np.linalg.cond(a, "fro"),
+                                                               rel=1e-2)

@@ -27,28 +27,43 @@ from crossgrad.registry.opdef import OpDef
 # Relative agreement that counts as equal: finite differences in float64 are good to about
 # 1e-8 of the Jacobian's scale; the check's own fd rows fail above 1e-6.
 CLOSE = 1e-5
-JACOBIAN_LIMIT = 2048  # Real input elements a Jacobian by finite differences covers.
+JACOBIAN_LIMIT = 1024  # Real input elements a Jacobian by finite differences covers.
+# A relative condition number above this, with finite differences that two step sizes do not
+# reproduce to the fd rows' tolerance, is what makes an fd row fail for a right backward:
+# the forward's curvature and rounding grow with it.
+ILL_CONDITIONED = 1e3
 
 
-def close(a: np.ndarray, b: np.ndarray) -> bool:
-  """Equal within `CLOSE` of the larger of the two (arrays of one shape)."""
+def close(a: np.ndarray, b: np.ndarray, tolerance: float = CLOSE) -> bool:
+  """Equal within ``tolerance`` of the larger of the two (arrays of one shape)."""
   scale = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)))
-  return bool(np.max(np.abs(a - b), initial=0.0) <= CLOSE * scale + 1e-300)
+  return bool(np.max(np.abs(a - b), initial=0.0) <= tolerance * scale + 1e-300)
 
 
 @dataclasses.dataclass
 class _Input:
   """One differentiable input: the backward's cotangents and the true ones, for the
-  cotangents g1, g2 (and B for 2 g1; T for conj(g1), conj(g2))."""
+  cotangents g1, g2 (and B for 2 g1; T for conj(g1), conj(g2)); ``noise``: how far finite
+  differences with two step sizes are apart, relative to the Jacobian's largest entry;
+  ``condition``: the forward's relative condition number in this input."""
 
   index: int
   name: str
-  value: np.ndarray
   b: list[np.ndarray]
   t: list[np.ndarray]
+  noise: float
+  condition: float
+
+  @property
+  def tolerance(self) -> float:
+    """What counts as equal to the true cotangents: `CLOSE`, or ten times their noise."""
+    return max(CLOSE, 10 * self.noise)
+
+  def near(self, b: np.ndarray, t: np.ndarray) -> bool:
+    return close(b, t, self.tolerance)
 
   def right(self) -> bool:
-    return all(close(b, t) for b, t in zip(self.b[:2], self.t[:2]))
+    return all(self.near(b, t) for b, t in zip(self.b[:2], self.t[:2]))
 
 
 def diagnose(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
@@ -68,15 +83,18 @@ def diagnose(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
     size = compare.as_real(inputs[i]).size
     if oracle is None or size > JACOBIAN_LIMIT or backward[0][i] is None:
       continue
-    jacobian = _jacobian(lambda *xs: oracle(reference.xp, *xs, **params), inputs, i)
+    function = lambda *xs, f=oracle: f(reference.xp, *xs, **params)
+    jacobian, noise, condition = _jacobian(function, inputs, i)
     truth = [_true_vjp(jacobian, g, inputs[i]) for g in gs]
     truth += [_true_vjp(jacobian, [None if u is None else np.conj(u) for u in g], inputs[i])
               for g in gs]
-    checked.append(_Input(i, op.input_names[i], inputs[i], [np.asarray(b[i]) for b in backward],
-                          truth))
+    checked.append(_Input(i, op.input_names[i], [np.asarray(b[i]) for b in backward], truth,
+                          noise, condition))
   wrong = [c for c in checked if not c.right()]
   if not wrong:
-    return None
+    noisy = [c for c in checked
+             if c.noise > finite_diff.TOLERANCE and c.condition >= ILL_CONDITIONED]
+    return _ill_conditioned(op, noisy[0]) if noisy else None
   found = _swapped(wrong) or [_kind(c, inputs, op.input_names) for c in wrong]
   return _combined(op, found, wrong)
 
@@ -111,8 +129,10 @@ def _oracle(op: OpDef, i: int) -> Callable | None:
   return op.surrogate if op.gradient == "surrogate" else None
 
 
-def _jacobian(f: Callable, inputs: list[np.ndarray], i: int) -> np.ndarray:
-  """d(floating outputs of f, as real pairs, flat) / d(input i, as real pairs, flat)."""
+def _jacobian(f: Callable, inputs: list[np.ndarray], i: int) -> tuple[np.ndarray, float, float]:
+  """d(floating outputs of f, as real pairs, flat) / d(input i, as real pairs, flat) by
+  central differences; how far those with twice the step are, relative to its largest
+  entry; and f's relative condition number in input i, ||J|| ||x|| / ||f(x)||."""
   x = compare.as_real(inputs[i]).astype(np.float64)
   h = finite_diff.STEP * max([1.0] + [float(np.sqrt(np.mean(np.square(np.abs(v)))))
                                       for v in inputs if compare.is_inexact(v.dtype) and v.size])
@@ -126,12 +146,20 @@ def _jacobian(f: Callable, inputs: list[np.ndarray], i: int) -> np.ndarray:
                            for o in outs if compare.is_inexact(np.asarray(o).dtype)])
 
   flat = x.ravel()
-  columns = []
-  for j in range(flat.size):
-    step = np.zeros_like(flat)
-    step[j] = h
-    columns.append((at(flat + step) - at(flat - step)) / (2 * h))
-  return np.stack(columns, axis=1)
+  jacobians = []
+  for size in (h, 2 * h):
+    columns = []
+    for j in range(flat.size):
+      step = np.zeros_like(flat)
+      step[j] = size
+      columns.append((at(flat + step) - at(flat - step)) / (2 * size))
+    jacobians.append(np.stack(columns, axis=1))
+  fine, coarse = jacobians
+  scale = float(np.max(np.abs(fine), initial=0.0)) or 1.0
+  value = float(np.linalg.norm(at(flat)))
+  condition = (float(np.linalg.norm(fine)) * float(np.linalg.norm(flat)) / value if value
+               else np.inf)
+  return fine, float(np.max(np.abs(fine - coarse), initial=0.0)) / scale, condition
 
 
 def _true_vjp(jacobian: np.ndarray, g: list, like: np.ndarray) -> np.ndarray:
@@ -147,7 +175,7 @@ def _swapped(wrong: list[_Input]) -> list[Diagnosis] | None:
   for a in wrong:
     for b in wrong:
       if (a.index < b.index and a.b[0].shape == b.b[0].shape
-          and all(close(a.b[k], b.t[k]) and close(b.b[k], a.t[k]) for k in (0, 1))):
+          and all(b.near(a.b[k], b.t[k]) and a.near(b.b[k], a.t[k]) for k in (0, 1))):
         return [Diagnosis(Kind.SWAPPED_COTANGENTS,
                           f"the cotangents of {a.name} and {b.name} are swapped: the backward "
                           f"returns {b.name}'s cotangent in {a.name}'s place and {a.name}'s in "
@@ -159,7 +187,7 @@ def _swapped(wrong: list[_Input]) -> list[Diagnosis] | None:
 def _kind(c: _Input, inputs: list[np.ndarray], names: Sequence[str]) -> Diagnosis:
   """The first mistake of the module docstring that input ``c``'s numbers show."""
   b, t = c.b, c.t
-  if close(b[0], b[1]) and not close(t[0], t[1]):
+  if close(b[0], b[1]) and not c.near(t[0], t[1]):
     return Diagnosis(Kind.IGNORES_COTANGENT, f"the cotangent of {c.name} ignores g: it is "
                      "the same for different cotangents; multiply the derivative by g",
                      input=c.name)
@@ -170,7 +198,7 @@ def _kind(c: _Input, inputs: list[np.ndarray], names: Sequence[str]) -> Diagnosi
                      f"by {_number(ratio)}, not 2; a backward is g times the derivative",
                      input=c.name, values={"doubling_g_multiplies_by": _number(ratio)})
   factor = _ratio(b[0], t[0])
-  if factor is not None and factor != 0 and all(close(b[k], factor * t[k]) for k in (0, 1)):
+  if factor is not None and factor != 0 and all(c.near(b[k], factor * t[k]) for k in (0, 1)):
     factor = float(f"{factor:.6g}")
     if factor == -1:
       return Diagnosis(Kind.SIGN, f"the cotangent of {c.name} has the wrong sign: it is -1 "
@@ -178,12 +206,13 @@ def _kind(c: _Input, inputs: list[np.ndarray], names: Sequence[str]) -> Diagnosi
     return Diagnosis(Kind.SCALE, f"the cotangent of {c.name} is {factor:g} times the "
                      f"derivative of the forward: remove the factor {factor:g}",
                      input=c.name, factor=factor)
-  if np.iscomplexobj(b[0]) and (all(close(b[k], np.conj(t[k])) for k in (0, 1))
-                                or all(close(b[k], np.conj(t[k + 2])) for k in (0, 1))):
+  if np.iscomplexobj(b[0]) and (all(c.near(b[k], np.conj(t[k])) for k in (0, 1))
+                                or all(c.near(b[k], np.conj(t[k + 2])) for k in (0, 1))):
     return Diagnosis(Kind.CONJUGATE, f"the cotangent of {c.name} is the complex conjugate of "
                      "the right one: backwards follow JAX's convention (g * f'(z) for a "
                      "holomorphic f, docs/dtypes.md)", input=c.name)
-  if b[0].ndim >= 2 and b[0].shape[-1] == b[0].shape[-2] and all(close(b[k], np.swapaxes(t[k], -1, -2)) for k in (0, 1)):
+  square = b[0].ndim >= 2 and b[0].shape[-1] == b[0].shape[-2]
+  if square and all(c.near(b[k], np.swapaxes(t[k], -1, -2)) for k in (0, 1)):
     return Diagnosis(Kind.TRANSPOSED, f"the cotangent of {c.name} is the transpose of the "
                      "right one: swap the operands of its matmul or transpose the result",
                      input=c.name)
@@ -207,7 +236,7 @@ def _elements(c: _Input, inputs: list[np.ndarray], names: Sequence[str]) -> Diag
   """Right except on some elements (at least one in ten right, for both cotangents)."""
   b, t = c.b, c.t
   scale = max(float(np.max(np.abs(x), initial=0.0)) for x in (*b[:2], *t[:2])) or 1.0
-  bad = np.logical_or(*(np.abs(b[k] - t[k]) > CLOSE * scale for k in (0, 1)))
+  bad = np.logical_or(*(np.abs(b[k] - t[k]) > c.tolerance * scale for k in (0, 1)))
   count, total = int(bad.sum()), bad.size
   if count == 0 or total - count < max(1, total // 10):
     return None
@@ -270,6 +299,20 @@ def _unknown(c: _Input) -> Diagnosis:
       f"fits: at {list(map(int, at))} the backward gives {_number(_real(b[at]))}, the true "
       f"value is {_number(_real(t[at]))} (error {error:.2g} of the largest)",
       input=c.name, values={"error": error, "error_map": error_map.error_map(b, t)})
+
+
+def _ill_conditioned(op: OpDef, c: _Input) -> Diagnosis:
+  """A right backward that finite differences cannot confirm: the forward (its return
+  line) loses the digits."""
+  file, line = source_lines.cotangent_line(op.forward, None)
+  return Diagnosis(
+      Kind.ILL_CONDITIONED,
+      f"'{op.name}' is ill-conditioned in {c.name} at the sample: relative condition number "
+      f"{c.condition:.1e}, so finite differences are good to only {c.noise:.0e} (two step "
+      "sizes disagree) and the backward agrees with them that far; each framework loses "
+      f"about log10({c.condition:.0e}) digits: sample better conditioned inputs or "
+      "reformulate", input=c.name, file=file, line=line,
+      values={"condition_number": float(f"{c.condition:.3g}"), "fd_noise": c.noise})
 
 
 def _combined(op: OpDef, found: list[Diagnosis], wrong: list[_Input]) -> Diagnosis:

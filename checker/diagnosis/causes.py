@@ -30,6 +30,10 @@ except ImportError:
   find_divergence = None
 
 FROM_BACKWARD = (Check.FD, Check.JVP, Check.SECOND_ORDER)  # Rows a wrong backward fails.
+# What a backend that checks the backward's linearity in g (JAX's) raises with: its rows
+# follow from a backward that ignores g or is not linear in it.
+NOT_LINEAR = "backward is not linear in the cotangent g"
+LINEARITY = (Kind.IGNORES_COTANGENT, Kind.NOT_LINEAR_IN_COTANGENT)
 MIN_SECONDS = 1.0  # The least time an op's diagnosis gets, however fast its rows were.
 
 
@@ -80,14 +84,15 @@ def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
   except Exception:  # pylint: disable=broad-except  # The sample row says why.
     return {}
   found = {}
-  if any(r.check in FROM_BACKWARD for r in rows):
+  if any(r.check in FROM_BACKWARD or NOT_LINEAR in r.note for r in rows):
     try:
       wrong = backward.diagnose(op, params, inputs, seed)
     except Exception:  # pylint: disable=broad-except  # Left to `_unknown`.
       wrong = None
     if wrong is not None:
       wrong = dataclasses.replace(wrong, cause=_cause_id(op.name, label, wrong))
-      found.update({id(r): wrong for r in rows if r.check in FROM_BACKWARD})
+      found.update({id(r): wrong for r in rows if r.check in FROM_BACKWARD
+                    or (wrong.kind in LINEARITY and NOT_LINEAR in r.note)})
   rest = [r for r in rows if id(r) not in found and r.backend != "numpy"]
   if find_divergence is None or not rest:
     return found
