@@ -241,3 +241,14 @@ def test_a_right_backward_of_an_ill_conditioned_forward_is_not_called_wrong():
   # d inv(A) = -inv(A) dA inv(A): ||J||_F ||A||_F / ||inv(A)||_F is A's Frobenius condition.
   assert diagnosis.values["condition_number"] == pytest.approx(np.linalg.cond(a, "fro"),
                                                                rel=1e-2)
+
+
+def test_a_diagnosis_out_of_time_says_so_and_claims_nothing():
+  op = PLANTED[0][1]
+  report = engine.cross_check([op], backends=[], dtypes=["float64"])
+  ticks = iter(range(1000))
+  slow = causes.diagnose(report, [op], clock=lambda: 10.0 * next(ticks))
+  diagnosis = slow.failures[0].diagnosis
+  assert all(r.diagnosis == diagnosis for r in slow.failures)
+  assert diagnosis.kind == Kind.UNKNOWN
+  assert diagnosis.message.startswith("not diagnosed within the time the op's rows took")

@@ -66,10 +66,11 @@ class _Input:
     return all(self.near(b, t) for b, t in zip(self.b[:2], self.t[:2]))
 
 
-def diagnose(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
-             seed: int = 0) -> Diagnosis | None:
+def diagnose(op: OpDef, params: dict, inputs: Sequence[np.ndarray], seed: int = 0,
+             in_time: Callable[[], bool] = lambda: True) -> Diagnosis | None:
   """What is wrong with the reference backward of ``op`` at ``inputs``; None where each
-  input's cotangent is the true one (or none can be computed: no oracle, too large)."""
+  input's cotangent is the true one (or none can be computed: no oracle, more than
+  `JACOBIAN_LIMIT` elements). Raises TimeoutError once ``in_time()`` is False."""
   inputs = [_wide(x) for x in inputs]
   reference = base.load("numpy")
   outputs, vjp_fn = reference.vjp(op, *inputs, **params)
@@ -84,7 +85,7 @@ def diagnose(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
     if oracle is None or size > JACOBIAN_LIMIT or backward[0][i] is None:
       continue
     function = lambda *xs, f=oracle: f(reference.xp, *xs, **params)
-    jacobian, noise, condition = _jacobian(function, inputs, i)
+    jacobian, noise, condition = _jacobian(function, inputs, i, in_time)
     truth = [_true_vjp(jacobian, g, inputs[i]) for g in gs]
     truth += [_true_vjp(jacobian, [None if u is None else np.conj(u) for u in g], inputs[i])
               for g in gs]
@@ -129,7 +130,8 @@ def _oracle(op: OpDef, i: int) -> Callable | None:
   return op.surrogate if op.gradient == "surrogate" else None
 
 
-def _jacobian(f: Callable, inputs: list[np.ndarray], i: int) -> tuple[np.ndarray, float, float]:
+def _jacobian(f: Callable, inputs: list[np.ndarray], i: int,
+              in_time: Callable[[], bool]) -> tuple[np.ndarray, float, float]:
   """d(floating outputs of f, as real pairs, flat) / d(input i, as real pairs, flat) by
   central differences; how far those with twice the step are, relative to its largest
   entry; and f's relative condition number in input i, ||J|| ||x|| / ||f(x)||."""
@@ -150,6 +152,8 @@ def _jacobian(f: Callable, inputs: list[np.ndarray], i: int) -> tuple[np.ndarray
   for size in (h, 2 * h):
     columns = []
     for j in range(flat.size):
+      if not in_time():
+        raise TimeoutError(f"the Jacobian of {flat.size} elements took too long")
       step = np.zeros_like(flat)
       step[j] = size
       columns.append((at(flat + step) - at(flat - step)) / (2 * size))

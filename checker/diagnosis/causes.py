@@ -86,8 +86,8 @@ def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
   found = {}
   if any(r.check in FROM_BACKWARD or NOT_LINEAR in r.note for r in rows):
     try:
-      wrong = backward.diagnose(op, params, inputs, seed)
-    except Exception:  # pylint: disable=broad-except  # Left to `_unknown`.
+      wrong = backward.diagnose(op, params, inputs, seed, in_time)
+    except Exception:  # pylint: disable=broad-except  # Left to `_unknown` (or timed out).
       wrong = None
     if wrong is not None:
       wrong = dataclasses.replace(wrong, cause=_cause_id(op.name, label, wrong))
