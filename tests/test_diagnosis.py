@@ -252,3 +252,22 @@ def test_a_diagnosis_out_of_time_says_so_and_claims_nothing():
   assert all(r.diagnosis == diagnosis for r in slow.failures)
   assert diagnosis.kind == Kind.UNKNOWN
   assert diagnosis.message.startswith("not diagnosed within the time the op's rows took")
+
+
+def _legacy_square_grad(op, grad):
+  x = op.inputs[0]
+  return grad * 4 * x
+
+
+def test_a_generated_op_is_located_in_the_functions_it_stands_for():
+  # As `crossgrad.tf1.port` makes them: a generated forward naming the legacy pair.
+  def generated_forward(xp, x):
+    return x * x, (x,)
+  generated_forward.defined_by = (np.square, _legacy_square_grad)
+  op = cg.OpDef("t_diagnosis_port", generated_forward,
+                lambda xp, r, g: (4 * g * r[0],), sample=_grid((4,)))
+  diagnosis = backward.diagnose(op, {}, engine._sample(op, 0, {}))
+  assert (diagnosis.kind, diagnosis.factor) == (Kind.SCALE, 2.0)
+  assert (diagnosis.file, diagnosis.line) == (
+      inspect.getsourcefile(_legacy_square_grad),
+      _line_of(_legacy_square_grad, "return grad * 4 * x"))

@@ -308,7 +308,7 @@ def _unknown(c: _Input) -> Diagnosis:
 def _ill_conditioned(op: OpDef, c: _Input) -> Diagnosis:
   """A right backward that finite differences cannot confirm: the forward (its return
   line) loses the digits."""
-  file, line = source_lines.cotangent_line(op.forward, None)
+  file, line = source_lines.cotangent_line(source_lines.user_functions(op)[0], None)
   return Diagnosis(
       Kind.ILL_CONDITIONED,
       f"'{op.name}' is ill-conditioned in {c.name} at the sample: relative condition number "
@@ -324,7 +324,8 @@ def _combined(op: OpDef, found: list[Diagnosis], wrong: list[_Input]) -> Diagnos
   first = found[0]
   index = op.input_names.index(first.input)
   file, line = source_lines.cotangent_line(  # Swapped: the return that orders them.
-      op.backward, None if first.kind == Kind.SWAPPED_COTANGENTS else index)
+      source_lines.user_functions(op)[1],
+      None if first.kind == Kind.SWAPPED_COTANGENTS else index)
   others = [f"{d.input}: {d.kind}" for d in found[1:]]
   values = dict(first.values)
   if "error_map" not in values:

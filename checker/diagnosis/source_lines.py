@@ -7,6 +7,15 @@ import inspect
 import textwrap
 from typing import Callable
 
+from crossgrad.registry.opdef import OpDef
+
+
+def user_functions(op: OpDef) -> tuple[Callable, Callable]:
+  """The forward and backward the user wrote: those a generated forward stands for
+  (``defined_by``: a `crossgrad.tf1.port`'s legacy forward and gradient), else the op's."""
+  defined = getattr(op.forward, "defined_by", None)
+  return tuple(defined) if defined and len(defined) == 2 else (op.forward, op.backward)
+
 
 def cotangent_line(backward: Callable,
                    index: int | None) -> tuple[str | None, int | None]:
@@ -15,7 +24,7 @@ def cotangent_line(backward: Callable,
   line assigning it); the return line where the result is not a literal tuple, or for
   ``index`` None; the ``def`` line where the source cannot be read (a generated
   function)."""
-  function = inspect.unwrap(getattr(backward, "defined_by", (backward,))[0])
+  function = inspect.unwrap(backward)
   try:
     file = inspect.getsourcefile(function)
     lines, first = inspect.getsourcelines(function)
