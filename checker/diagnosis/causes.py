@@ -34,6 +34,7 @@ FROM_BACKWARD = (Check.FD, Check.JVP, Check.SECOND_ORDER)  # Rows a wrong backwa
 # follow from a backward that ignores g or is not linear in it.
 NOT_LINEAR = "backward is not linear in the cotangent g"
 LINEARITY = (Kind.IGNORES_COTANGENT, Kind.NOT_LINEAR_IN_COTANGENT)
+NUMERICAL = (Kind.CANCELLATION, Kind.ILL_CONDITIONED)  # Divergences that lose digits.
 MIN_SECONDS = 1.0  # The least time an op's diagnosis gets, however fast its rows were.
 
 
@@ -75,7 +76,9 @@ def _params(op: OpDef, label: str) -> dict | None:
 
 def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
                in_time: Callable[[], bool]) -> dict[int, Diagnosis]:
-  """Diagnoses of ``rows`` (one op and parameter set) by row id, where one is found."""
+  """Diagnoses of ``rows`` (one op and parameter set) by row id, where one is found. A
+  right backward that finite differences cannot confirm (``ill_conditioned``) joins the
+  op's first numerical divergence: the same digits lost, located at the call."""
   params = _params(op, label)
   if params is None:
     return {}
@@ -83,21 +86,41 @@ def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
     inputs = engine._sample(op, seed, params)  # pylint: disable=protected-access
   except Exception:  # pylint: disable=broad-except  # The sample row says why.
     return {}
-  found = {}
-  if any(r.check in FROM_BACKWARD or NOT_LINEAR in r.note for r in rows):
-    try:
-      wrong = backward.diagnose(op, params, inputs, seed, in_time)
-    except Exception:  # pylint: disable=broad-except  # Left to `_unknown` (or timed out).
-      wrong = None
-    if wrong is not None:
-      wrong = dataclasses.replace(wrong, cause=_cause_id(op.name, label, wrong))
-      found.update({id(r): wrong for r in rows if r.check in FROM_BACKWARD
-                    or (wrong.kind in LINEARITY and NOT_LINEAR in r.note)})
+  found = _backward_cause(op, label, params, inputs, rows, seed, in_time)
   rest = [r for r in rows if id(r) not in found and r.backend != "numpy"]
   if find_divergence is None or not rest:
     return found
+  diverging = _divergence_causes(op, label, params, inputs, rest, seed, in_time)
+  numerical = [d for d in diverging.values() if d.kind in NUMERICAL]
+  if numerical:
+    found = {k: numerical[0] if d.kind == Kind.ILL_CONDITIONED else d
+             for k, d in found.items()}
+  return {**found, **diverging}
+
+
+def _backward_cause(op: OpDef, label: str, params: dict, inputs, rows: list[Row], seed: int,
+                    in_time: Callable[[], bool]) -> dict[int, Diagnosis]:
+  """The rows a wrong reference backward explains, with its diagnosis."""
+  if not any(r.check in FROM_BACKWARD or NOT_LINEAR in r.note for r in rows):
+    return {}
+  try:
+    wrong = backward.diagnose(op, params, inputs, seed, in_time)
+  except Exception:  # pylint: disable=broad-except  # Left to `_unknown` (or timed out).
+    return {}
+  if wrong is None:
+    return {}
+  wrong = dataclasses.replace(wrong, cause=_cause_id(op.name, label, wrong))
+  return {id(r): wrong for r in rows if r.check in FROM_BACKWARD
+          or (wrong.kind in LINEARITY and NOT_LINEAR in r.note)}
+
+
+def _divergence_causes(op: OpDef, label: str, params: dict, inputs, rows: list[Row],
+                       seed: int, in_time: Callable[[], bool]) -> dict[int, Diagnosis]:
+  """Per backend, dtype, mode and device of ``rows``, the first diverging call; settings
+  whose calls agree (kind, line, call) share one cause."""
   causes: dict[tuple, Diagnosis] = {}
-  for setting, group in _grouped(rest, lambda r: (r.backend, r.dtype, r.mode, r.device)).items():
+  found = {}
+  for setting, group in _grouped(rows, lambda r: (r.backend, r.dtype, r.mode, r.device)).items():
     if not in_time():
       break
     diagnosis = _divergence(op, params, inputs, seed, *setting)
