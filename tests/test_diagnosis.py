@@ -271,3 +271,21 @@ def test_a_generated_op_is_located_in_the_functions_it_stands_for():
   assert (diagnosis.file, diagnosis.line) == (
       inspect.getsourcefile(_legacy_square_grad),
       _line_of(_legacy_square_grad, "return grad * 4 * x"))
+
+
+def _ste(xp, x):
+  return xp.round(x), (x,)
+
+
+def _ste_negated(xp, r, g):
+  (x,) = r
+  return (xp.where(xp.abs(x) <= 1.0, -g, 0.0 * g),)
+
+
+def test_a_surrogate_op_is_diagnosed_against_its_surrogate():
+  op = cg.OpDef("t_diagnosis_ste", _ste, _ste_negated, gradient="surrogate",
+                surrogate=lambda xp, x: xp.clip(x, -1.0, 1.0), sample=_grid((3, 4)))
+  diagnosis = backward.diagnose(op, {}, engine._sample(op, 0, {}))
+  assert (diagnosis.kind, diagnosis.factor) == (Kind.SIGN, -1.0)
+  assert "-1 times the derivative of the surrogate" in diagnosis.message
+  assert diagnosis.line == _line_of(_ste_negated, "-g, 0.0 * g")

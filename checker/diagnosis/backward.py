@@ -53,6 +53,7 @@ class _Input:
   t: list[np.ndarray]
   noise: float
   condition: float
+  oracle: str  # What it is the derivative of: "forward" or "surrogate".
 
   @property
   def tolerance(self) -> float:
@@ -78,19 +79,9 @@ def diagnose(op: OpDef, params: dict, inputs: Sequence[np.ndarray], seed: int = 
   rng = np.random.default_rng([seed, 46])
   gs = [[_random(rng, o) for o in outputs] for _ in range(2)]
   backward = [vjp_fn(_mirror(g, outputs)) for g in (gs[0], gs[1], [_times(2, u) for u in gs[0]])]
-  checked = []
-  for i in op.diff_argnums:
-    oracle = _oracle(op, i)
-    size = compare.as_real(inputs[i]).size
-    if oracle is None or size > JACOBIAN_LIMIT or backward[0][i] is None:
-      continue
-    function = lambda *xs, f=oracle: f(reference.xp, *xs, **params)
-    jacobian, noise, condition = _jacobian(function, inputs, i, in_time)
-    truth = [_true_vjp(jacobian, g, inputs[i]) for g in gs]
-    truth += [_true_vjp(jacobian, [None if u is None else np.conj(u) for u in g], inputs[i])
-              for g in gs]
-    checked.append(_Input(i, op.input_names[i], [np.asarray(b[i]) for b in backward], truth,
-                          noise, condition))
+  checked = [c for i in op.diff_argnums
+             if (c := _checked(op, params, inputs, i, gs, [b[i] for b in backward],
+                               in_time)) is not None]
   wrong = [c for c in checked if not c.right()]
   if not wrong:
     noisy = [c for c in checked
@@ -98,6 +89,25 @@ def diagnose(op: OpDef, params: dict, inputs: Sequence[np.ndarray], seed: int = 
     return _ill_conditioned(op, noisy[0]) if noisy else None
   found = _swapped(wrong) or [_kind(c, inputs, op.input_names) for c in wrong]
   return _combined(op, found, wrong)
+
+
+def _checked(op: OpDef, params: dict, inputs: list[np.ndarray], i: int, gs: list,
+             cotangents: list, in_time: Callable[[], bool]) -> _Input | None:
+  """Input ``i``'s backward ``cotangents`` (for g1, g2, 2 g1) and true ones; None where it
+  has no oracle (declared), no cotangent, or too many elements."""
+  oracle = _oracle(op, i)
+  if (oracle is None or compare.as_real(inputs[i]).size > JACOBIAN_LIMIT
+      or cotangents[0] is None):
+    return None
+  xp = base.load("numpy").xp
+  jacobian, noise, condition = _jacobian(lambda *xs: oracle(xp, *xs, **params), inputs, i,
+                                         in_time)
+  truth = [_true_vjp(jacobian, g, inputs[i]) for g in gs]
+  truth += [_true_vjp(jacobian, [None if u is None else np.conj(u) for u in g], inputs[i])
+            for g in gs]
+  surrogate = op.surrogate is not None and i not in op.exact_argnums
+  return _Input(i, op.input_names[i], [np.asarray(c) for c in cotangents], truth, noise,
+                condition, "surrogate" if surrogate else "forward")
 
 
 def _wide(x: np.ndarray) -> np.ndarray:
@@ -206,9 +216,9 @@ def _kind(c: _Input, inputs: list[np.ndarray], names: Sequence[str]) -> Diagnosi
     factor = float(f"{factor:.6g}")
     if factor == -1:
       return Diagnosis(Kind.SIGN, f"the cotangent of {c.name} has the wrong sign: it is -1 "
-                       "times the derivative of the forward", input=c.name, factor=-1.0)
+                       f"times the derivative of the {c.oracle}", input=c.name, factor=-1.0)
     return Diagnosis(Kind.SCALE, f"the cotangent of {c.name} is {factor:g} times the "
-                     f"derivative of the forward: remove the factor {factor:g}",
+                     f"derivative of the {c.oracle}: remove the factor {factor:g}",
                      input=c.name, factor=factor)
   if np.iscomplexobj(b[0]) and (all(c.near(b[k], np.conj(t[k])) for k in (0, 1))
                                 or all(c.near(b[k], np.conj(t[k + 2])) for k in (0, 1))):
@@ -299,7 +309,7 @@ def _unknown(c: _Input) -> Diagnosis:
   error = float(np.max(np.abs(b - t))) / scale
   return Diagnosis(
       Kind.UNKNOWN,
-      f"the cotangent of {c.name} is not the derivative of the forward, and no known mistake "
+      f"the cotangent of {c.name} is not the derivative of the {c.oracle}, and no known mistake "
       f"fits: at {list(map(int, at))} the backward gives {_number(_real(b[at]))}, the true "
       f"value is {_number(_real(t[at]))} (error {error:.2g} of the largest)",
       input=c.name, values={"error": error, "error_map": error_map.error_map(b, t)})
