@@ -289,3 +289,11 @@ def test_a_surrogate_op_is_diagnosed_against_its_surrogate():
   assert (diagnosis.kind, diagnosis.factor) == (Kind.SIGN, -1.0)
   assert "-1 times the derivative of the surrogate" in diagnosis.message
   assert diagnosis.line == _line_of(_ste_negated, "-g, 0.0 * g")
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in log")
+def test_no_finite_derivative_claims_nothing():
+  op = _op("log", lambda xp, x: (xp.log(x), (x,)), lambda xp, r, g: (2 * g / r[0],),
+           lambda rng: (np.array([1e-39, 2.0]),))
+  assert not engine.finite_difference_rows(op, {}, engine._sample(op, 0, {}))[0].ok
+  assert backward.diagnose(op, {}, engine._sample(op, 0, {})) is None  # Steps reach x < 0.

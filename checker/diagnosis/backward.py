@@ -94,7 +94,8 @@ def diagnose(op: OpDef, params: dict, inputs: Sequence[np.ndarray], seed: int = 
 def _checked(op: OpDef, params: dict, inputs: list[np.ndarray], i: int, gs: list,
              cotangents: list, in_time: Callable[[], bool]) -> _Input | None:
   """Input ``i``'s backward ``cotangents`` (for g1, g2, 2 g1) and true ones; None where it
-  has no oracle (declared), no cotangent, or too many elements."""
+  has no oracle (declared), no cotangent, too many elements, or finite differences give
+  no finite derivative."""
   oracle = _oracle(op, i)
   if (oracle is None or compare.as_real(inputs[i]).size > JACOBIAN_LIMIT
       or cotangents[0] is None):
@@ -102,6 +103,8 @@ def _checked(op: OpDef, params: dict, inputs: list[np.ndarray], i: int, gs: list
   xp = base.load("numpy").xp
   jacobian, noise, condition = _jacobian(lambda *xs: oracle(xp, *xs, **params), inputs, i,
                                          in_time)
+  if not np.all(np.isfinite(jacobian)):  # A step left the domain (log at 1e-39).
+    return None
   truth = [_true_vjp(jacobian, g, inputs[i]) for g in gs]
   truth += [_true_vjp(jacobian, [None if u is None else np.conj(u) for u in g], inputs[i])
             for g in gs]
@@ -150,6 +153,10 @@ def _jacobian(f: Callable, inputs: list[np.ndarray], i: int,
                                       for v in inputs if compare.is_inexact(v.dtype) and v.size])
 
   def at(flat):
+    with np.errstate(all="ignore"):  # A non-finite derivative is read as such.
+      return outputs(flat)
+
+  def outputs(flat):
     varied = flat.reshape(x.shape)
     swapped = list(inputs)
     swapped[i] = compare.as_complex(varied) if np.iscomplexobj(inputs[i]) else varied
