@@ -232,8 +232,8 @@ def _run() -> tuple[Report | int, dict | None]:
 
 def _diagnosed(report: Report | int, ops) -> Report | int:
   """The report with each failing row's diagnosis (`diagnosis.causes`), timed."""
-  if isinstance(report, int) or not report.failures:
-    return report
+  if isinstance(report, int) or all(row.diagnosis for row in report.failures):
+    return report  # Nothing failed, or the jobs diagnosed their rows.
   started = time.perf_counter()
   report = causes.diagnose(report, ops, seed=_SEED.value)
   seconds = time.perf_counter() - started

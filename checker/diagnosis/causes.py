@@ -40,9 +40,10 @@ MIN_SECONDS = 1.0  # The least time an op's diagnosis gets, however fast its row
 
 def diagnose(report: Report, ops: Sequence[OpDef], seed: int = 0,
              clock: Callable[[], float] = time.perf_counter) -> Report:
-  """``report`` with a diagnosis on each failing row (the same report when none fails);
-  ``ops``: the checked ops, ``seed``: the check's."""
-  failing = report.failures
+  """``report`` with a diagnosis on each failing row that has none (the same report when
+  there is none: nothing failed, or shards diagnosed their rows); ``ops``: the checked ops,
+  ``seed``: the check's."""
+  failing = [r for r in report.failures if r.diagnosis is None]
   if not failing:
     return report
   by_name = {op.name: op for op in ops}
