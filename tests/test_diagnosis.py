@@ -297,3 +297,13 @@ def test_no_finite_derivative_claims_nothing():
            lambda rng: (np.array([1e-39, 2.0]),))
   assert not engine.finite_difference_rows(op, {}, engine._sample(op, 0, {}))[0].ok
   assert backward.diagnose(op, {}, engine._sample(op, 0, {})) is None  # Steps reach x < 0.
+
+
+@pytest.mark.parametrize("backward_fn, kind, factor", [
+    (_sin_twice, Kind.SCALE, 2.0), (_sin_ignores_g, Kind.IGNORES_COTANGENT, None),
+    (_sin_right, None, None)])
+def test_a_large_input_is_tested_along_random_directions(backward_fn, kind, factor):
+  op = _op("large", _sin, backward_fn, _grid((40, 40)))  # Past the elementwise limit.
+  assert 40 * 40 > backward.JACOBIAN_LIMIT
+  diagnosis = backward.diagnose(op, {}, engine._sample(op, 0, {}))
+  assert (diagnosis and (diagnosis.kind, diagnosis.factor)) == (kind and (kind, factor))

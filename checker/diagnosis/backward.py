@@ -70,8 +70,10 @@ class _Input:
 def diagnose(op: OpDef, params: dict, inputs: Sequence[np.ndarray], seed: int = 0,
              in_time: Callable[[], bool] = lambda: True) -> Diagnosis | None:
   """What is wrong with the reference backward of ``op`` at ``inputs``; None where each
-  input's cotangent is the true one (or none can be computed: no oracle, more than
-  `JACOBIAN_LIMIT` elements). Raises TimeoutError once ``in_time()`` is False."""
+  input's cotangent is the true one (or none can be computed: no oracle, no finite
+  derivative). Inputs of more than `JACOBIAN_LIMIT` elements are tested only for the
+  mistakes directional derivatives show (`_large`). Raises TimeoutError once ``in_time()``
+  is False."""
   inputs = [_wide(x) for x in inputs]
   reference = base.load("numpy")
   outputs, vjp_fn = reference.vjp(op, *inputs, **params)
@@ -83,11 +85,13 @@ def diagnose(op: OpDef, params: dict, inputs: Sequence[np.ndarray], seed: int = 
              if (c := _checked(op, params, inputs, i, gs, [b[i] for b in backward],
                                in_time)) is not None]
   wrong = [c for c in checked if not c.right()]
-  if not wrong:
+  large = [d for i in op.diff_argnums
+           if (d := _large(op, params, inputs, i, gs, [b[i] for b in backward])) is not None]
+  if not wrong and not large:
     noisy = [c for c in checked
              if c.noise > finite_diff.TOLERANCE and c.condition >= ILL_CONDITIONED]
     return _ill_conditioned(op, noisy[0]) if noisy else None
-  found = _swapped(wrong) or [_kind(c, inputs, op.input_names) for c in wrong]
+  found = (_swapped(wrong) or [_kind(c, inputs, op.input_names) for c in wrong]) + large
   return _combined(op, found, wrong)
 
 
@@ -111,6 +115,42 @@ def _checked(op: OpDef, params: dict, inputs: list[np.ndarray], i: int, gs: list
   surrogate = op.surrogate is not None and i not in op.exact_argnums
   return _Input(i, op.input_names[i], [np.asarray(c) for c in cotangents], truth, noise,
                 condition, "surrogate" if surrogate else "forward")
+
+
+def _large(op: OpDef, params: dict, inputs: list[np.ndarray], i: int, gs: list,
+           cotangents: list) -> Diagnosis | None:
+  """For a real input of more than `JACOBIAN_LIMIT` elements: ignores g, not linear in g,
+  or a constant times the true cotangent, from <B(g), t> against <g, J t> (J t by central
+  differences along a random t); else None where they agree, ``unknown`` where not."""
+  oracle = _oracle(op, i)
+  if (oracle is None or compare.as_real(inputs[i]).size <= JACOBIAN_LIMIT
+      or cotangents[0] is None or np.iscomplexobj(inputs[i])):
+    return None
+  name, b = op.input_names[i], [np.asarray(c) for c in cotangents]
+  xp = base.load("numpy").xp
+  t = finite_diff.uniform(np.random.default_rng([i, 46]), inputs[i].shape)
+  h = finite_diff.STEP * max(1.0, float(np.sqrt(np.mean(np.square(inputs[i])))))
+
+  def at(x):
+    varied = [x if k == i else v for k, v in enumerate(inputs)]
+    with np.errstate(all="ignore"):
+      return [np.asarray(o) for o in validation.as_tuple(oracle(xp, *varied, **params))]
+
+  jt = [(p - m) / (2 * h) for p, m in zip(at(inputs[i] + h * t), at(inputs[i] - h * t))]
+  along = [sum(finite_diff.dot(u, d) for u, d in zip(g, jt) if u is not None) for g in gs]
+  found = _linearity(name, b, not np.isclose(along[0], along[1], rtol=CLOSE))
+  if found:
+    return found
+  ratios = [finite_diff.dot(b[k], t) / along[k] if along[k] else np.nan for k in (0, 1)]
+  if np.all(np.isfinite(ratios)) and np.isclose(*ratios, rtol=1e-4):
+    surrogate = op.surrogate is not None and i not in op.exact_argnums
+    return None if np.isclose(ratios[0], 1.0, rtol=1e-4) else _scaled(
+        name, ratios[0], "surrogate" if surrogate else "forward", " along a random direction")
+  return Diagnosis(Kind.UNKNOWN, f"the cotangent of {name} is not the derivative: along a "
+                   f"random direction it gives {ratios[0]:.3g} and {ratios[1]:.3g} times the "
+                   f"true value for two cotangents (too large, {inputs[i].size} elements, to "
+                   "compare element by element)", input=name,
+                   values={"ratios": [float(r) for r in ratios]})
 
 
 def _wide(x: np.ndarray) -> np.ndarray:
@@ -208,25 +248,12 @@ def _swapped(wrong: list[_Input]) -> list[Diagnosis] | None:
 def _kind(c: _Input, inputs: list[np.ndarray], names: Sequence[str]) -> Diagnosis:
   """The first mistake of the module docstring that input ``c``'s numbers show."""
   b, t = c.b, c.t
-  if close(b[0], b[1]) and not c.near(t[0], t[1]):
-    return Diagnosis(Kind.IGNORES_COTANGENT, f"the cotangent of {c.name} ignores g: it is "
-                     "the same for different cotangents; multiply the derivative by g",
-                     input=c.name)
-  if not close(b[2], 2 * b[0]):
-    ratio = _ratio(b[2], b[0])
-    return Diagnosis(Kind.NOT_LINEAR_IN_COTANGENT,
-                     f"the cotangent of {c.name} is not linear in g: doubling g multiplies it "
-                     f"by {_number(ratio)}, not 2; a backward is g times the derivative",
-                     input=c.name, values={"doubling_g_multiplies_by": _number(ratio)})
+  found = _linearity(c.name, b, not c.near(t[0], t[1]))
+  if found:
+    return found
   factor = _ratio(b[0], t[0])
   if factor is not None and factor != 0 and all(c.near(b[k], factor * t[k]) for k in (0, 1)):
-    factor = float(f"{factor:.6g}")
-    if factor == -1:
-      return Diagnosis(Kind.SIGN, f"the cotangent of {c.name} has the wrong sign: it is -1 "
-                       f"times the derivative of the {c.oracle}", input=c.name, factor=-1.0)
-    return Diagnosis(Kind.SCALE, f"the cotangent of {c.name} is {factor:g} times the "
-                     f"derivative of the {c.oracle}: remove the factor {factor:g}",
-                     input=c.name, factor=factor)
+    return _scaled(c.name, factor, c.oracle)
   if np.iscomplexobj(b[0]) and (all(c.near(b[k], np.conj(t[k])) for k in (0, 1))
                                 or all(c.near(b[k], np.conj(t[k + 2])) for k in (0, 1))):
     return Diagnosis(Kind.CONJUGATE, f"the cotangent of {c.name} is the complex conjugate of "
@@ -238,6 +265,32 @@ def _kind(c: _Input, inputs: list[np.ndarray], names: Sequence[str]) -> Diagnosi
                      "right one: swap the operands of its matmul or transpose the result",
                      input=c.name)
   return _elements(c, inputs, names) or _unknown(c)
+
+
+def _linearity(name: str, b: list[np.ndarray], true_differs: bool) -> Diagnosis | None:
+  """``ignores_cotangent`` (B(g1) = B(g2) where the true ones differ) or
+  ``not_linear_in_cotangent`` (B(2 g1) != 2 B(g1)), else None."""
+  if close(b[0], b[1]) and true_differs:
+    return Diagnosis(Kind.IGNORES_COTANGENT, f"the cotangent of {name} ignores g: it is the "
+                     "same for different cotangents; multiply the derivative by g", input=name)
+  if not close(b[2], 2 * b[0]):
+    ratio = _number(_ratio(b[2], b[0]))
+    return Diagnosis(Kind.NOT_LINEAR_IN_COTANGENT,
+                     f"the cotangent of {name} is not linear in g: doubling g multiplies it "
+                     f"by {ratio}, not 2; a backward is g times the derivative",
+                     input=name, values={"doubling_g_multiplies_by": ratio})
+  return None
+
+
+def _scaled(name: str, factor: float, oracle: str, how: str = "") -> Diagnosis:
+  """``sign`` for a factor of -1, else ``scale``."""
+  factor = float(f"{factor:.6g}")
+  if factor == -1:
+    return Diagnosis(Kind.SIGN, f"the cotangent of {name} has the wrong sign: it is -1 times "
+                     f"the derivative of the {oracle}{how}", input=name, factor=-1.0)
+  return Diagnosis(Kind.SCALE, f"the cotangent of {name} is {factor:g} times the derivative "
+                   f"of the {oracle}{how}: remove the factor {factor:g}", input=name,
+                   factor=factor)
 
 
 def _ratio(b: np.ndarray, t: np.ndarray) -> float | None:
@@ -345,8 +398,8 @@ def _combined(op: OpDef, found: list[Diagnosis], wrong: list[_Input]) -> Diagnos
       None if first.kind == Kind.SWAPPED_COTANGENTS else index)
   others = [f"{d.input}: {d.kind}" for d in found[1:]]
   values = dict(first.values)
-  if "error_map" not in values:
-    c = next(c for c in wrong if c.name == first.input)
+  c = next((c for c in wrong if c.name == first.input), None)
+  if "error_map" not in values and c is not None:
     values["error_map"] = error_map.error_map(c.b[0], c.t[0])
   values.setdefault("inputs", {d.input: str(d.kind) for d in found})
   message = (f"backward of '{op.name}': {first.message}"
