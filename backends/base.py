@@ -79,7 +79,7 @@ def backend_of(*arrays: Any) -> str:
   arrays can exist."""
   loaded = [load(name) for name in names()
             if name in _REGISTERED or _FRAMEWORKS[name] in sys.modules]
-  claims = [(b.NAME, tuple(b.ARRAY_MODULES)) for b in loaded if hasattr(b, "ARRAY_MODULES")]
+  claims = [(b.NAME, tuple(protocol.capabilities(b).ARRAY_MODULES)) for b in loaded]
   for x in arrays:
     module = type(x).__module__
     for name, prefixes in claims:

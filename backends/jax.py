@@ -19,7 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jex
 
-from crossgrad.backends import base, jax_array_api, jax_export, jax_linear, op_core
+from crossgrad.backends import (base, jax_array_api, jax_array_object, jax_export, jax_linear,
+                                op_core)
 from crossgrad.registry import namespace, numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -67,9 +68,22 @@ def spec_of(x: Any) -> validation.ArraySpec:
   return validation.ArraySpec(tuple(np.shape(x)), jnp.dtype(x.dtype).name)
 
 
+jax_array_object.use_namespace(xp)
+
+
+def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:
+  """An op's forward or backward with the standard's array object inside
+  (`jax_array_object`: ``device`` and ``to_device`` on tracers), JAX's arrays outside."""
+  if not jax_array_object.enabled():
+    return fn(namespace_, *args, **params)
+  wrapped = jax_array_object.wrap(tuple(args))
+  return jax_array_object.unwrap(fn(jax_array_object.body_namespace(), *wrapped, **params))
+
+
 _CORE = op_core.Adapter(
     NAME, xp, spec_of,
-    to_arrays=lambda inputs: [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in inputs])
+    to_arrays=lambda inputs: [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in inputs],
+    body=_body)
 # The specs a backward validates against travel as static pytree aux data.
 jax.tree_util.register_static(op_core.Specs)
 
@@ -240,8 +254,8 @@ def _note_value_read(x: Any):
   """A `validation` value reader that only notes the question about a JAX array
   (`_primitive`). Other arrays pass untouched: torch.compile traces this reader for a
   tensor, and a global it changed would recompile each compiled caller after every
-  eager JAX call that reads values."""
-  if isinstance(x, jax.Array):
+  eager JAX call that reads values. An op body's `jax_array_object.Array` is a JAX array."""
+  if isinstance(x, (jax.Array, jax_array_object.Array)):
     _VALUE_READS.append(True)
   return NotImplemented
 

@@ -6,12 +6,15 @@ joins with `crossgrad.backends.base.register` and is then cross-checked like the
 (``cross_check(backends=[name])``). Backends name no op: everything op-specific comes
 from the `OpDef` they are handed. `HigherOrder` lists optional members (forward mode,
 second order, transformations, export round trips); the cross-check skips, with the
-reason, what a backend leaves out.
+reason, what a backend leaves out. `Capabilities` declares every optional member's
+default, in one place; `capabilities` reads a backend's. A backend's members never change
+after import: what another component adds to it (a round trip) goes through a method.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, ContextManager, Protocol, Sequence, runtime_checkable
+import dataclasses
+from typing import Any, Callable, ContextManager, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -81,14 +84,13 @@ class HigherOrder(Protocol):
     UNSUPPORTED_CHECKS: ``{(check, mode): reason}`` for a higher-order check a mode cannot
       compute, e.g. ``{("jvp", "export"): "..."}``.
 
-  Two more optional members, flags, are not part of this protocol (the cross-check reads them
-  with a default of False): ``CONJUGATE_COMPLEX_GRADIENTS``, True where the framework's
-  complex gradients are the conjugates of JAX's VJP (TensorFlow, torch; docs/dtypes.md);
-  the cross-check then hands `evaluate` conjugated cotangents and conjugates the
-  cotangents it returns, to compare them with the reference's (JAX's convention). Another,
-  ``NARROWED_INTEGERS``: True where the framework makes 64-bit integers 32-bit outside a
-  64-bit `precision_scope` (JAX without x64: its ``argmax`` is int32, NumPy's int64); the
-  cross-check then compares such an integer output with the reference's by value.
+  Two flags: ``CONJUGATE_COMPLEX_GRADIENTS``, True where the framework's complex gradients
+  are the conjugates of JAX's VJP (TensorFlow, torch; docs/dtypes.md): the cross-check then
+  hands `evaluate` conjugated cotangents and conjugates the cotangents it returns, to
+  compare them with the reference's (JAX's convention). ``NARROWED_INTEGERS``: True where
+  the framework makes 64-bit integers 32-bit outside a 64-bit `precision_scope` (JAX
+  without x64: its ``argmax`` is int32, NumPy's int64): the cross-check then compares such
+  an integer output with the reference's by value.
   """
 
   EXTRA_MODES: tuple[str, ...]
@@ -157,9 +159,45 @@ class WarmUp(Protocol):
     """Starts, without waiting for it, what the first evaluation in ``modes`` does first."""
 
 
+@runtime_checkable
+class RoundTrips(Protocol):
+  """Optional: export modes whose function another framework makes (TensorFlow runs
+  ``jax2tf``); the checker, which loads every backend, adds them."""
+
+  def add_round_trip(self, mode: str, function: Callable[[OpDef, dict], Callable[..., Any]],
+                     precision_scope: Callable[[Sequence[Any]], Any]) -> None:
+    """Lets `evaluate` and `evaluate_higher_order` take ``mode``, running
+    ``function(op, params)`` inside ``precision_scope(inputs)``."""
+
+
 MEMBERS = ("NAME", "VERSION", "MODES", "xp", "get", "spec_of", "devices", "evaluate",
            "precision_scope", "register_container")
-OPTIONAL_MEMBERS = ("EXTRA_MODES", "TRANSFORMS", "UNSUPPORTED_CHECKS", "evaluate_higher_order",
-                    "evaluate_transformed", "ARRAY_MODULES", "set_cpu_device_count",
-                    "enable_compile_cache", "compile_cache_stats", "warm_up",
-                    "CONJUGATE_COMPLEX_GRADIENTS", "NARROWED_INTEGERS")
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+  """A backend's optional members, each with its default: what a backend without the
+  member has. Member names are the fields' in upper case (constants) or as they are
+  (methods, None where absent)."""
+
+  EXTRA_MODES: tuple[str, ...] = ()
+  TRANSFORMS: tuple[str, ...] = ()
+  UNSUPPORTED_CHECKS: Mapping[tuple[str, str], str] = dataclasses.field(default_factory=dict)
+  CONJUGATE_COMPLEX_GRADIENTS: bool = False
+  NARROWED_INTEGERS: bool = False
+  ARRAY_MODULES: tuple[str, ...] = ()
+  evaluate_higher_order: Callable[..., Any] | None = None
+  evaluate_transformed: Callable[..., Any] | None = None
+  add_round_trip: Callable[..., Any] | None = None
+  set_cpu_device_count: Callable[[int], int] | None = None
+  enable_compile_cache: Callable[[str], None] | None = None
+  compile_cache_stats: Callable[[], dict[str, int]] | None = None
+  warm_up: Callable[[Sequence[str]], None] | None = None
+
+
+OPTIONAL_MEMBERS = tuple(f.name for f in dataclasses.fields(Capabilities))
+
+
+def capabilities(backend: Any) -> Capabilities:
+  """``backend``'s optional members, the defaults of `Capabilities` for those it lacks."""
+  return Capabilities(**{name: getattr(backend, name) for name in OPTIONAL_MEMBERS
+                         if hasattr(backend, name)})

@@ -30,7 +30,7 @@ NAME = "tensorflow"
 VERSION = tf.__version__
 MODES = ("eager", "graph", "jit")
 ARRAY_MODULES = ("tensorflow",)  # tf.Tensor, tf.Variable (protocol.Arrays).
-EXTRA_MODES = ("saved_model",)  # Run when asked for: export round trips (`add_round_trip`).
+EXTRA_MODES = ("saved_model",)  # Run when asked for; other round trips join by `add_round_trip`.
 TRANSFORMS = ("vectorized_map",)
 UNSUPPORTED_CHECKS: dict[tuple[str, str], str] = {}
 # Round trips from other frameworks (`add_round_trip`): mode -> (the op's TF function, the
@@ -40,7 +40,7 @@ _ROUND_TRIPS: dict[str, tuple[Callable[[OpDef, dict], Callable[..., Any]],
 
 
 def _as_tensor(x):
-  """``tf.convert_to_tensor(x)``, skipped for a tensor (eagerly it costs 2 us a call)."""
+  """``tf.convert_to_tensor(x)``, skipped for a tensor (eagerly the call is not free)."""
   return x if isinstance(x, tf.Tensor) else tf.convert_to_tensor(x)
 
 
@@ -82,7 +82,7 @@ def _take(x, indices, /, *, axis=None):
       _const(size, unsigned) if isinstance(size, int) else tf.cast(size, unsigned))
   # The gather reads clamped indices (TF's CPU gather raises past the end); the select
   # below zeros what they stood in for. A clamp, not a select on the indices: XLA fuses
-  # that one into the gather 13% slower (sparse_q's backward at 1M elements).
+  # a select into the gather as a slower kernel.
   last = _const(size - 1, indices.dtype) if isinstance(size, int) else size - 1
   in_range = tf.minimum(tf.maximum(indices, _const(0, indices.dtype)), last)
   picked = tf.gather(x, in_range, axis=axis)
@@ -245,16 +245,11 @@ def set_cpu_device_count(count: int) -> int:
 
 
 def add_round_trip(mode: str, function: Callable[[OpDef, dict], Callable[..., Any]],
-                   precision_scope: Callable[[Sequence[Any]], Any],
-                   no_forward_mode: str | None = None) -> None:
-  """Adds an export mode whose TF function another framework makes: ``function(op, params)``,
-  run inside ``precision_scope(inputs)``; ``no_forward_mode`` says why TF's forward mode
-  does not apply to it. The checker, which loads every backend, adds ``jax2tf`` this way."""
-  global EXTRA_MODES
-  EXTRA_MODES = tuple(m for m in EXTRA_MODES if m != mode) + (mode,)
+                   precision_scope: Callable[[Sequence[Any]], Any]) -> None:
+  """Lets `evaluate` and `evaluate_higher_order` take export mode ``mode``, whose TF function
+  another framework makes: ``function(op, params)``, run inside ``precision_scope(inputs)``
+  (`protocol.RoundTrips`). The checker, which loads every backend, adds ``jax2tf`` this way."""
   _ROUND_TRIPS[mode] = (function, precision_scope)
-  if no_forward_mode is not None:
-    UNSUPPORTED_CHECKS[("jvp", mode)] = no_forward_mode
 
 
 def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):
@@ -317,7 +312,7 @@ def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: S
              *, device: str = "cpu:0", mode: str = "jit"):
   """Outputs (as a tuple) and input cotangents, eagerly, in a graph, under XLA, or through
   an export round trip (``saved_model``, ``jax2tf``)."""
-  op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES, inputs)
+  op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES + tuple(_ROUND_TRIPS), inputs)
   outs, grads = _run_on(device, mode, (list(inputs), list(cotangent)),
                         lambda fn, a, c: _vjp(fn, op.diff_argnums, a, c), op, params, inputs)
   return tuple(outs), base.merge_cotangents(op, grads)
@@ -331,7 +326,7 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   `tf.autodiff.ForwardAccumulator`, and the gradient of <vjp(cotangent), direction> with
   respect to each input through nested gradient tapes; None for integer outputs, inputs
   without a gradient, and what is not asked for (``tangents`` or ``direction`` None)."""
-  op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES, inputs)
+  op_core.check_run(NAME, op, mode, MODES + EXTRA_MODES + tuple(_ROUND_TRIPS), inputs)
   diff = op.diff_argnums
 
   def run(fn, args, cots, tans, dirs):

@@ -32,7 +32,7 @@ from torch._functorch.utils import unwrap_dead_wrappers as _unwrap_dead_wrappers
 from torch.autograd import forward_ad
 from torch.utils import _pytree as pytree
 
-from crossgrad.backends import base, op_core, torch_array_api
+from crossgrad.backends import base, op_core, torch_array_api, torch_array_object
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import CONSTANTS, EXTENSIONS, FUNCTIONS, Namespace
@@ -249,7 +249,9 @@ def _traced(x: torch.Tensor) -> bool:
 
 
 def _read_values(x: Any):
-  """NumPy values of an eager tensor; None where traced."""
+  """NumPy values of an eager tensor (an op body's array too); None where traced."""
+  if type(x) is torch_array_object.Array:
+    x = x.tensor
   if not isinstance(x, torch.Tensor):
     return NotImplemented
   if _traced(x):
@@ -266,6 +268,8 @@ _BOUNDED = frozenset(getattr(torch, name) for name in (
 def _read_bounds(x: Any):
   """``(min, max)`` of a real eager tensor by one torch reduction; None where traced or
   empty."""
+  if type(x) is torch_array_object.Array:
+    x = x.tensor
   if not isinstance(x, torch.Tensor):
     return NotImplemented
   if _traced(x):
@@ -312,16 +316,51 @@ _ON_DEVICE: dict[torch.device, Namespace] = {
     for i in range(torch.cuda.device_count())}
 
 
-def _namespace_for(tensors: Sequence[Any]) -> Namespace:
-  """The ``xp`` an op's forward or backward gets: creation functions in it (``xp.zeros``)
-  make arrays on the inputs' device, not on the CPU (`xp` itself)."""
+_BODY_XP = torch_array_object.BodyNamespace(xp)
+_BODY_ON_DEVICE = {device: torch_array_object.BodyNamespace(ns)
+                   for device, ns in _ON_DEVICE.items()}
+
+
+def _body_on(device: torch.device) -> torch_array_object.BodyNamespace:
+  """The ``xp`` an op's body gets for arrays on ``device`` (`torch_array_object`): creation
+  functions in it (``xp.zeros``) make arrays there, not on the CPU (`xp` itself)."""
+  if device.type == "cpu":
+    return _BODY_XP
+  found = _BODY_ON_DEVICE.get(device)
+  if found is None and not torch.compiler.is_compiling():
+    _ON_DEVICE[device] = _namespace_on(device)
+    found = _BODY_ON_DEVICE[device] = torch_array_object.BodyNamespace(_ON_DEVICE[device])
+  return found or _BODY_XP
+
+
+torch_array_object.use_namespaces(xp, _body_on)
+
+
+def _namespace_for(tensors: Sequence[Any]) -> Any:
+  """The ``xp`` an op's forward or backward gets: the body namespace of the inputs' device
+  (`_body_on`); with `torch_array_object.native_tensors`, the plain one."""
+  device = None
   for x in tensors:
     if isinstance(x, torch.Tensor) and not x.is_cpu:
-      found = _ON_DEVICE.get(x.device)
-      if found is None and not torch.compiler.is_compiling():
-        found = _ON_DEVICE[x.device] = _namespace_on(x.device)
-      return found or xp
-  return xp
+      device = x.device
+      break
+  if torch_array_object.enabled():
+    return _BODY_XP if device is None else _body_on(device)
+  if device is None:
+    return xp
+  found = _ON_DEVICE.get(device)
+  if found is None and not torch.compiler.is_compiling():
+    found = _ON_DEVICE[device] = _namespace_on(device)
+  return found or xp
+
+
+def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:
+  """An op's forward or backward with the standard's array object inside
+  (`torch_array_object`), plain tensors outside."""
+  if type(namespace_) is not torch_array_object.BodyNamespace:
+    return fn(namespace_, *args, **params)
+  return torch_array_object.unwrap(fn(namespace_, *torch_array_object.wrap(tuple(args)),
+                                      **params))
 
 
 # Plain loops, not generator expressions, in the helpers below: they run on every call.
@@ -398,7 +437,7 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
 # op's backward, the cross-check converts back (docs/dtypes.md).
 CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(NAME, xp, spec_of, key_of=_key_of, to_arrays=_to_tensors,
-                        namespace_for=_namespace_for,
+                        namespace_for=_namespace_for, body=_body,
                         conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
                         tracing=torch.compiler.is_compiling)
 

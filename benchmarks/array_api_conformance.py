@@ -60,6 +60,14 @@ NAMESPACES = {
     "tensorflow-array": "exec('import crossgrad; crossgrad.tensorflow.xp; "
                         "from crossgrad.backends.tensorflow_array_api import array_object; "
                         "xp = array_object.body_namespace()')",
+    # What an op's body sees in torch and JAX (backends/torch_array_object.py,
+    # backends/jax_array_object.py).
+    "torch-array": "exec('import crossgrad; crossgrad.torch.xp; "
+                   "from crossgrad.backends import torch_array_object; "
+                   "xp = torch_array_object.body_namespace()')",
+    "jax-array": "exec('import crossgrad; crossgrad.jax.xp; "
+                 "from crossgrad.backends import jax_array_object; "
+                 "xp = jax_array_object.body_namespace()')",
     # No data-dependent shapes (a compiled mode's selection): NumPy's own, the baseline.
     "numpy-native-static": "numpy",
 }

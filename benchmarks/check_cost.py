@@ -15,17 +15,17 @@ marked ``estimated``.
 The full check as users run it, ``python -m crossgrad.check`` in fresh processes: cold (an
 empty compile cache) then warm (the cache the cold run left; docs/cross-check.md, "Compile
 caches across runs"), per ``--jobs`` count (`JOBS`). The `check_cost` table sets these
-figures against issue 27's targets: cold <= 60 s, warm <= 0.4 x cold, and one op's check
+figures against their targets: cold <= 60 s, warm <= 0.4 x cold, and one op's check
 at 1M elements <= 2 x at 1K for each backend alone (every row; `scaling_by_backend`): the
 median of `BACKEND_RUNS` fresh processes, with the lowest and highest ratio (on a shared
-2-core machine one run's ratio varies by about 15% either way).
+machine one run's ratio varies widely).
 ``--threads``: torch's intra-op threads in this process and in torch's own scaling process
 (`backend_scaling_rows`: each backend in a fresh one; default: torch's choice); one
 keeps a machine's other processes, which leave torch's second thread waiting for a core,
 from swamping torch's 1M rows there (TensorFlow and JAX fix their thread pools at start-up).
 Each timed check at one size starts with a full garbage collection, outside its time
 (`timed_check`): with three frameworks loaded (about a million objects) a full collection
-takes about 0.5 s, and one that the earlier runs' garbage had made due would otherwise land
+takes long, and one that the earlier runs' garbage had made due would otherwise land
 in whichever run comes next, whatever its size; one the timed run's own garbage makes due
 still counts.
 """
@@ -257,7 +257,7 @@ def compute_gradient_times(sizes: Sequence[int], cap_s: float, cap_bytes: int) -
 
 
 def targets(cache: list[dict], by_backend: Sequence[tuple] = ()) -> list[dict]:
-  """Issue 27's figures against its targets: cold and warm full checks (per ``--jobs``),
+  """The figures against their targets: cold and warm full checks (per ``--jobs``),
   and checking leaky_relu at 1M elements against 1K, each backend alone (every row; the
   `backend_scaling_rows` at `BACKEND_SIZES`)."""
   rows = []
@@ -321,7 +321,7 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
               gradient_rows, None)
   figures = targets(cache, by_backend)
   for title, records in (("python -m crossgrad.check, fresh processes", cache),
-                         ("issue 27 targets", figures)):
+                         ("targets", figures)):
     if records:
       timing.emit(title, tuple(records[0]), [tuple(r.values()) for r in records], None)
   print(f"compute_gradient ran up to {gradient['largest_measured']:,} elements (caps: "

@@ -5,10 +5,11 @@ r"""Writes docs/benchmarks.md from the benchmarks' JSON output, so no table is c
   python -m crossgrad.benchmarks.docs_tables --check   # exit 1 if the page differs
 
 The page: the machine the JSON was measured on (from ``summary.json``: CPU, cores, OS,
-Python, library versions, accelerators, load, date and the command), the headline
-figures, then one section per ``<name>.json``: what the benchmark measures (its module
-docstring, or `TEMPLATE`), its scalar figures and one Markdown table per list of records
-or dict, as the JSON has them. Any benchmark's JSON renders without code here; `TEMPLATE`
+Python, library versions, accelerators, load, date and the command), the figures that have
+a target against it (`targets`), then one section per ``<name>.json``: what the benchmark
+measures (its module docstring, or `TEMPLATE`), its scalar figures, its re-measure notes
+(``remeasured``: a list of dated lines) and one Markdown table per list of records or dict,
+as the JSON has them. Any benchmark's JSON renders without code here; `TEMPLATE`
 only adds headings, intros, index column names and columns to leave out.
 """
 
@@ -34,9 +35,9 @@ _DOCS = _PACKAGE.parent / "docs"
 # the module docstring), "index" ({key: column names of a nested dict's levels}), "hide"
 # (columns left out: raw samples).
 TEMPLATE: dict[str, dict[str, Any]] = {
-    "summary": {"heading": "Headline figures",
-                "intro": "The figures the benchmarks' issues set targets for, collected by "
-                         "`run_all` from the sections below."},
+    "summary": {"heading": "Targets",
+                "intro": "The figures with a target, measured against it; every figure is "
+                         "in its benchmark's section below."},
     "bernoulli_mask": {"heading": "bernoulli_mask against the hand-written stop_gradient mask",
                        "index": {"frameworks": ("framework", "setting")},
                        "hide": ("op_ms_all", "handwritten_ms_all")},
@@ -56,6 +57,7 @@ SECTIONS = {"rows": "Results", "no_baseline": "Ops without a hand-written baseli
 _MACHINE = (("processor", "CPU"), ("cpus", "cores"), ("platform", "OS"), ("python", "Python"))
 _LOAD = "load_average_1m"
 _SKIP = {"environment", "title"}  # Keys every payload has, rendered apart.
+NOTES = "remeasured"  # A payload's dated notes on rows measured again: a list of lines.
 
 
 
@@ -176,11 +178,14 @@ def section(name: str, payload: dict[str, Any], machine: dict[str, Any],
   notes += [f"{key.replace('_', ' ')}: {fmt(value)}" for key, value in env.items()
             if machine.get(key) != value and value not in ("", None)]
   lines += ["; ".join(notes) + ".", ""]
-  scalars = {k: v for k, v in payload.items() if k not in _SKIP and _scalar(v)}
+  scalars = {k: v for k, v in payload.items()
+             if k not in _SKIP and k != NOTES and _scalar(v)}
   if scalars:
     lines += table([{"figure": k, "value": v} for k, v in scalars.items()]) + [""]
+  if payload.get(NOTES):
+    lines += ["Re-measured since:", ""] + [f"- {note}" for note in payload[NOTES]] + [""]
   for key, value in payload.items():
-    if key in _SKIP or key in scalars:
+    if key in _SKIP or key in scalars or key == NOTES:
       continue
     lines += [f"### {SECTIONS.get(key, key.replace('_', ' ').capitalize())}", ""]
     lines += render_value(key, value, spec) + [""]
@@ -245,13 +250,64 @@ def page(results: pathlib.Path, page_path: pathlib.Path) -> str:
             "The page is checked against its JSON in the tests; the same check by hand:", "",
             "```bash", "python -m crossgrad.benchmarks.docs_tables --check"
             + _flags(results, page_path), "```", ""]
-  if "headlines" in summary:
-    spec = TEMPLATE["summary"]
-    lines += [f"## {spec['heading']}", "", spec["intro"], ""]
-    lines += render_value("headlines", summary["headlines"], spec) + [""]
+  lines += targets_section(payloads)
   for name, payload in payloads.items():
     lines += section(name, payload, env, summary.get("seconds", {}).get(name), folder)
   return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def targets(payloads: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+  """The figures with a target, by direction ("lower" or "higher" is better): records of
+  figure, target, measured value and whether it met the target, read from the payloads."""
+  lower, higher = [], []
+  if "overhead" in payloads:
+    summary = payloads["overhead"]["summary"]
+    over, rows = (int(n) for n in summary["rows_over_target"].split(" of "))
+    lower += [
+        ("overhead: rows above their ratio target", 0, over),
+        ("overhead: max ratio under XLA", summary["target_ratio_xla"],
+         summary["max_ratio_xla"]),
+        ("overhead: max ratio eager and in graphs", summary["target_ratio_eager_graph"],
+         summary.get("max_ratio_eager_graph")),
+        ("overhead: JAX reverse mode / custom_vjp, max ratio", summary["target_ratio_xla"],
+         summary["max_ratio_custom_vjp"])]
+    if "max_ratio_checked" in summary:
+      lower.append(("overhead: max ratio to the hand-written op making the same checks",
+                    summary["target_ratio_checked"], summary["max_ratio_checked"]))
+    higher.append(("overhead: same optimised HLO as custom_vjp (1 = yes)", 1,
+                   int(summary["same_hlo_as_custom_vjp"])))
+    lower[0] = (f"{lower[0][0]} (of {rows})", *lower[0][1:])
+  if "check_cost" in payloads:
+    lower += [(f"check_cost: {r['figure']}", r["target"], r["value"])
+              for r in payloads["check_cost"].get("check_cost", [])]
+  if "tf1_idiom" in payloads:
+    payload = payloads["tf1_idiom"]
+    at_1m = [r["speedup"] for r in payload["rows"] if r["elements"] == 1_000_000]
+    if at_1m:
+      higher.append(("tf1_idiom: best speedup over the TF1 idiom at 1M elements",
+                     payload["target_speedup_at_1M"], max(at_1m)))
+  met = {"lower": lambda value, target: value <= target,
+         "higher": lambda value, target: value >= target}
+  return {direction: [{"figure": figure, "target": target, "measured": value,
+                       "met": value is not None and met[direction](value, target)}
+                      for figure, target, value in found]
+          for direction, found in (("lower", lower), ("higher", higher)) if found}
+
+
+def targets_section(payloads: dict[str, dict[str, Any]]) -> list[str]:
+  """The figures with a target: one table per direction, which the header names."""
+  found = targets(payloads)
+  if not found:
+    return []
+  spec = TEMPLATE["summary"]
+  lines = [f"## {spec['heading']}", "", spec["intro"], ""]
+  for direction, bound in (("lower", "at most"), ("higher", "at least")):
+    if direction in found:
+      header = {"figure": "figure", "target": f"target ({bound})",
+                "measured": f"measured ({direction} is better)", "met": "met"}
+      lines += table([{header[k]: v for k, v in r.items()} for r in found[direction]])
+      lines.append("")
+  return lines
 
 
 def _rel(path: pathlib.Path) -> str:

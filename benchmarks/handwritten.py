@@ -305,8 +305,8 @@ def _sparse_inputs(elements, rng):
 
 def custom_vjp_of(op: Any, params: dict) -> Callable[..., Any]:
   """The op's own forward and backward (in the JAX backend's ``xp``) as a plain
-  `jax.custom_vjp`, with no validation: what crossgrad emitted before it supported forward
-  mode. Reverse mode through the crossgrad op must compile to this same program."""
+  `jax.custom_vjp`, with no validation: an op with reverse mode only. Reverse mode
+  through the crossgrad op (a `jax.custom_jvp`) must compile to this same program."""
   from crossgrad.backends import jax as jax_backend  # pylint: disable=g-import-not-at-top
   xp = jax_backend.xp
 

@@ -10,9 +10,13 @@ the hand-written `tf.custom_gradient` / `jax.custom_vjp` / `torch.autograd.Funct
 `tf.function(jit_compile=True)`, JAX eager (op by op), `jax.jit`, torch eager and
 `torch.compile(fullgraph=True)`. The two run interleaved (alternating who goes first); the
 table shows medians, the ratio crossgrad / hand-written and the quartiles of the per-round
-ratios (the noise). Targets: <= 1.05 under XLA, <= 1.10 in the other modes. Then the optimised HLO of both versions (and the TF graph
-without XLA) is compared: instruction and fusion counts, same structure or not. Ops
-without a baseline are listed as such.
+ratios (the noise). Targets: <= 1.05 under XLA, <= 1.10 in the other modes. A second
+baseline, the hand-written op making crossgrad's checks by hand (`handwritten_checked`:
+input count and dtypes, the op's value checks, the standard's NaN rules), is timed in the
+same rounds: ``checked ratio`` is crossgrad / it (target <= 1.10 in every mode) and
+``extra us`` the microseconds a crossgrad step takes beyond it. Then the optimised HLO of
+both versions (and the TF graph without XLA) is compared: instruction and fusion counts,
+same structure or not. Ops without a baseline are listed as such.
 
 A second table isolates forward-mode support: a JAX crossgrad op is a `jax.custom_jvp`
 whose reverse mode goes JVP, linearize, transpose; it is timed under `jax.jit` against the
@@ -33,7 +37,8 @@ import numpy as np
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.benchmarks import handwritten, handwritten_torch, hlo, timing, torch_overhead
+from crossgrad.benchmarks import (handwritten, handwritten_checked, handwritten_torch, hlo,
+                                  timing, torch_overhead)
 from crossgrad.checker import usage
 
 FLAGS = flags.FLAGS
@@ -46,6 +51,8 @@ MODES = ("tf eager", "tf.function", "tf.function(jit_compile=True)", "jax eager"
 XLA_MODES = ("jax.jit", "tf.function(jit_compile=True)")
 QUICK_MODES = tuple(m for m in MODES if m != "torch.compile")  # Inductor: ~10 s an op.
 TARGETS = {"xla": 1.05, "eager and graph": 1.10}
+TARGET_CHECKED = 1.10  # Against the hand-written op making the same checks, every mode.
+CONTESTANTS = ("crossgrad", "hand-written", "checked")
 NO_BASELINE = "no hand-written baseline"
 NO_TORCH_BASELINE = "no hand-written torch baseline (handwritten_torch.py)"
 
@@ -109,9 +116,14 @@ class Problem:
     shapes = jax.eval_shape(baseline.jax, *self.inputs)
     self.weights = [rng.standard_normal(s.shape).astype(s.dtype) for s in as_tuple(shapes)]
     diff = self.op.diff_argnums
+    n_inputs = len(self.inputs)
     fns = {"crossgrad": {"tf": cg.tensorflow.get(self.op, **baseline.params),
                          "jax": cg.jax.get(self.op, **baseline.params)},
-           "hand-written": {"tf": baseline.tensorflow, "jax": baseline.jax}}
+           "hand-written": {"tf": baseline.tensorflow, "jax": baseline.jax},
+           "checked": {framework: handwritten_checked.checked(self.name, framework, fn,
+                                                               n_inputs, diff)
+                       for framework, fn in (("tf", baseline.tensorflow),
+                                             ("jax", baseline.jax))}}
     self.steps = {who: {"jax.jit": jax_step(f["jax"], diff),
                         "jax eager": jax_step(f["jax"], diff, jit=False),
                         "tf.function(jit_compile=True)": tf_step(f["tf"], diff, True),
@@ -134,8 +146,9 @@ class Problem:
     self.torch_args = (args, [torch.tensor(w) for w in self.weights])
     if "torch.compile" in modes:
       torch.compiler.reset()
+    checked = handwritten_checked.checked(self.name, "torch", hand_written, len(args), diff)
     for who, fn in (("crossgrad", cg.torch.get(self.op, **params)),
-                    ("hand-written", hand_written)):
+                    ("hand-written", hand_written), ("checked", checked)):
       for mode in ("torch eager", "torch.compile"):
         if mode in modes:
           self.steps[who][mode] = torch_overhead.train_step(fn, mode != "torch eager", diff)
@@ -175,13 +188,13 @@ def _time_rows(problem: Problem, budget_s: float, min_repeats: int,
   rows = []
   for mode in problem.modes(modes):
     samples = timing.calibrated_samples(
-        {who: problem.call(who, mode) for who in ("crossgrad", "hand-written")},
-        budget_s, min_repeats=min_repeats)
-    ours, theirs = samples["crossgrad"], samples["hand-written"]
-    cg_s, hand_s = statistics.median(ours), statistics.median(theirs)
-    q1, q3 = timing.ratio_quartiles(ours, theirs)
+        {who: problem.call(who, mode) for who in CONTESTANTS}, budget_s,
+        min_repeats=min_repeats)
+    cg_s, hand_s, checked_s = (statistics.median(samples[who]) for who in CONTESTANTS)
+    q1, q3 = timing.ratio_quartiles(samples["crossgrad"], samples["hand-written"])
     rows.append((problem.name, problem.elements, mode, cg_s * 1e3, hand_s * 1e3,
-                 cg_s / hand_s, q1, q3, len(ours)))
+                 cg_s / hand_s, q1, q3, len(samples["crossgrad"]), checked_s * 1e3,
+                 cg_s / checked_s, (cg_s - checked_s) * 1e6))
   return rows
 
 
@@ -250,6 +263,11 @@ def _summary(rows: list[tuple], vjp_rows: list[tuple]) -> dict:
                             for m in MODES if any(r[2] == m for r in rows)},
           "target_ratio_xla": TARGETS["xla"],
           "target_ratio_eager_graph": TARGETS["eager and graph"],
+          "max_ratio_checked": max((r[10] for r in rows), default=None),
+          "rows_over_checked_target": f"{sum(r[10] > TARGET_CHECKED for r in rows)} of "
+                                      f"{len(rows)}",
+          "max_extra_us_over_checked": max((r[11] for r in rows), default=None),
+          "target_ratio_checked": TARGET_CHECKED,
           "max_ratio_custom_vjp": max((r[4] for r in vjp_rows), default=None),
           "same_hlo_as_custom_vjp": all(r[8] == "yes" for r in vjp_rows)}
 
@@ -284,7 +302,7 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
         structure_rows.extend(_structure_rows(problem, name))
       del problem
   header = ("op", "elements", "mode", "crossgrad ms", "hand-written ms", "ratio",
-            "ratio q1", "ratio q3", "repeats")
+            "ratio q1", "ratio q3", "repeats", "checked ms", "checked ratio", "extra us")
   structure_header = ("op", "elements", "program", "instructions cg", "instructions hand",
                 "fusions cg", "fusions hand", "same structure")
   vjp_header = ("op", "elements", "crossgrad ms", "custom_vjp ms", "ratio", "repeats",
@@ -292,7 +310,8 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
   summary = _summary(rows, vjp_rows)
   timing.emit("train step (forward + backward): crossgrad vs hand-written "
               "(ratio = crossgrad / hand-written; q1, q3: quartiles of the per-round "
-              "ratios)", header, rows, None)
+              "ratios; checked: hand-written with crossgrad's checks, extra us = crossgrad "
+              "- checked per step)", header, rows, None)
   timing.emit("compiled structure: crossgrad vs hand-written (instructions: HLO "
               "instructions or TF graph nodes)", structure_header, structure_rows, None)
   timing.emit("reverse mode under jax.jit: crossgrad's custom_jvp op vs the same definition "
@@ -302,7 +321,9 @@ def run(sizes: Sequence[int] = SIZES, ops: Sequence[str] | None = None, budget_s
     print(f"{name}: {NO_BASELINE} (add one to crossgrad/benchmarks/handwritten.py)")
   print(f"max ratio under XLA: {summary['max_ratio_xla']}, elsewhere: "
         f"{summary['max_ratio_eager_graph']}; geometric means: "
-        f"{ {m: round(v, 3) for m, v in summary['geomean_ratio'].items()} }")
+        f"{ {m: round(v, 3) for m, v in summary['geomean_ratio'].items()} }; against the "
+        f"checked hand-written op: max ratio {summary['max_ratio_checked']}, max extra "
+        f"{summary['max_extra_us_over_checked']} us per step")
   payload = {"title": "crossgrad overhead over hand-written ops",
              "settings": {"sizes": list(sizes), "budget_s": budget_s,
                           "min_repeats": min_repeats, "hlo_size": hlo_size,

@@ -42,11 +42,13 @@ PENDING = ("keras_step", "tensorflow_array_overhead")
 TOOLS = ("array_api_conformance", "docs_tables")
 # Modules the benchmarks import; not binaries.
 LIBRARIES = ("array_api_modes", "array_api_no_shrink_plugin", "array_api_tensorshape_plugin",
-             "handwritten", "handwritten_torch", "hlo", "sparse_layer", "sparse_loops", "timing")
+             "handwritten", "handwritten_checked", "handwritten_torch", "hlo", "sparse_layer",
+             "sparse_loops", "timing")
 
 
 def _headlines(results: dict) -> dict:
-  """The figures the issue sets targets for, read from each benchmark's payload."""
+  """The headline figures (those with targets among them), read from each benchmark's
+  payload."""
   out = {}
   if "overhead" in results:
     out["overhead_rows_over_target"] = results["overhead"]["summary"].get("rows_over_target")

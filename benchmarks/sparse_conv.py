@@ -18,8 +18,8 @@ Everything framework-side runs compiled (`jax.jit`, `tf.function(jit_compile=Tru
 in sections 1 and 2 including the rulebook built from H inside the step. Variants of one comparison run
 interleaved; each figure is the median over ``--repeats`` rounds of a warm call: the
 third of three back-to-back calls, as in a training loop. (On a shared VM a compiled
-call that follows idle time or other work runs up to 2x slower, cold caches; sparse_cnn's
-loops, at 8-200 ms a call, hardly notice.)
+call that follows idle time or other work runs slower, on cold caches; sparse_cnn's loops,
+far slower a call, hardly notice.)
 
   python -m crossgrad.benchmarks.sparse_conv [--quick] [--json=out/sparse_conv.json]
 """
@@ -256,7 +256,7 @@ def settings(quick: bool) -> dict:
 
 def run(quick: bool = False, repeats: int = 9, fractions=(0.01, 0.05, 0.2), n_out: int = 16,
         json_path: str | None = None) -> dict:
-  """Every section at the issue's sizes (``quick``: tiny ones); prints the tables and
+  """Every section at the sizes it reports (``quick``: tiny ones); prints the tables and
   returns (and writes as JSON, with the environment) one flat table per section."""
   if quick:
     loop_shape, dense_shape, reps = (24, 24, 3), (48, 48, 4), 3

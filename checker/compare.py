@@ -239,18 +239,39 @@ def what_differs(actual: np.ndarray, expected: np.ndarray, where: np.ndarray) ->
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-  """One row's verdict: relative error, ULPs, pass or fail, what differs (``note``), and
-  whether every element has identical bits (NaN matching NaN)."""
+  """One row's verdict: relative error, ULPs, pass or fail, whether every element has
+  identical bits (NaN matching NaN), and what differs: a ``mismatch`` of structure (a
+  missing array, dtype, shape), the ``worst`` element, the ``first_difference`` (bitwise);
+  where a relaxed comparison passed, what it took (``passed_by``) and the strict
+  comparison's worst element (``strictly``). ``note`` says it in words."""
 
   error: float
   ulps: float | None
   ok: bool
-  note: str
   identical: bool = False
+  mismatch: str = ""
+  worst: str = ""
+  first_difference: str = ""
+  passed_by: tuple[str, ...] = ()
+  strictly: str = ""
+
+  @property
+  def note(self) -> str:
+    if self.passed_by:
+      return f"{'; '.join(self.passed_by)}; strictly {self.strictly}"
+    if self.worst:
+      return f"worst: {self.worst}"
+    return self.mismatch or self.first_difference
+
+  def instead_of(self, strict: "Comparison", *passed_by: str) -> "Comparison":
+    """This passing comparison, reached by ``passed_by`` where ``strict`` failed: its ULPs
+    and strict worst element are ``strict``'s."""
+    return dataclasses.replace(self, ulps=strict.ulps, worst="", passed_by=passed_by,
+                               strictly=strict.worst)
 
 
 def _mismatch(note: str) -> Comparison:
-  return Comparison(float("inf"), None, False, note)
+  return Comparison(float("inf"), None, False, mismatch=note)
 
 
 FLUSH_SLACK = 64  # In smallest normals: a flushed subnormal term times the op's constants.
@@ -344,9 +365,7 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
     whole = _compare(actual, expected, names, tolerance, False, False, reference, typical,
                      floor=largest)
     if whole.ok:
-      return dataclasses.replace(
-          whole, ulps=result.ulps, note="relative to the largest element of all the arrays; "
-          f"strictly {result.note.split(': ', 1)[1]}")
+      return whole.instead_of(result, "relative to the largest element of all the arrays")
   pairs, used = list(zip(actual, expected)), []
   for what, transform in relaxations:
     relaxed_pairs = [(a, e) if a is None or e is None else transform(a, e) for a, e in pairs]
@@ -359,9 +378,7 @@ def compare(actual: Sequence[Any], expected: Sequence[Any], names: Sequence[str]
     relaxed = _compare([a for a, _ in pairs], [e for _, e in pairs], names, tolerance,
                        bitwise, elementwise, reference, typical)
     if relaxed.ok:  # The error is the relaxed one; ULPs and the note tell the strict story.
-      return dataclasses.replace(
-          relaxed, ulps=result.ulps,
-          note=f"{'; '.join(used)}; strictly {result.note.split(': ', 1)[1]}")
+      return relaxed.instead_of(result, *used)
   return result
 
 
@@ -438,9 +455,9 @@ def _compare(actual, expected, names, tolerance, bitwise, elementwise, reference
       first_difference = f"{_describe(name, a, e, first, reference)} ({first_ulps:.0f} ulps)"
   identical = not first_difference
   if bitwise:
-    return Comparison(worst, ulps, identical, first_difference, identical)
+    return Comparison(worst, ulps, identical, identical, first_difference=first_difference)
   ok = worst <= tolerance
-  return Comparison(worst, ulps, ok, "" if ok else f"worst: {worst_at}", identical)
+  return Comparison(worst, ulps, ok, identical, worst="" if ok else worst_at)
 
 
 def _describe(name: str, a: np.ndarray, e: np.ndarray, flat: int, reference: str) -> str:

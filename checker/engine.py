@@ -27,10 +27,12 @@ import numpy as np
 
 from crossgrad.checker import (compare, finite_diff, higher_order, round_trips, selection,
                                special_values)
+from crossgrad.checker import rows as row_kinds
+from crossgrad.checker.rows import setting
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
-from crossgrad.checker.report import Check, Report, Row, RowContext
+from crossgrad.checker.report import Check, Report, Row, RowContext, first_line
 
 TOLERANCE = compare.TOLERANCE
 max_relative_error = compare.max_relative_error
@@ -47,19 +49,8 @@ def _default_backends() -> list[str]:
   return base.default_backends()
 
 
-COMPLEX_OF = {"float32": "complex64", "float64": "complex128"}  # Same precision.
 COMPLEX_NOT_COVERED = ("complex inputs: forward and vjp rows only; no jvp, second-order, "
                        "transformation or special-value rows yet (docs/dtypes.md)")
-
-
-def _cast_inputs(inputs: Sequence[np.ndarray], dtype: str) -> list[np.ndarray] | None:
-  """Floating inputs cast to ``dtype``, complex ones to the complex dtype of its precision
-  (`COMPLEX_OF`); integer inputs (indices, labels) unchanged. None where a complex input
-  has no complex dtype of that precision (float16, bfloat16)."""
-  if any(np.iscomplexobj(x) for x in inputs) and dtype not in COMPLEX_OF:
-    return None
-  return [x.astype(compare.dtype_of(dtype)) if compare.is_floating(x.dtype)
-          else x.astype(COMPLEX_OF[dtype]) if np.iscomplexobj(x) else x for x in inputs]
 
 
 def _random_like(rng: np.random.Generator, o: np.ndarray) -> np.ndarray | None:
@@ -72,19 +63,15 @@ def _random_like(rng: np.random.Generator, o: np.ndarray) -> np.ndarray | None:
   return finite_diff.uniform(rng, o.shape, o.dtype)
 
 
-def _conjugated(arrays: Sequence[Any]) -> list[Any]:
-  return [np.conj(a) if a is not None and np.iscomplexobj(a) else a for a in arrays]
-
-
 def _evaluate(module, op: OpDef, params: dict, inputs, cotangent, *, device: str, mode: str):
   """``module.evaluate``, its cotangents in JAX's convention, the reference's: a backend
   whose complex gradients are conjugated (``CONJUGATE_COMPLEX_GRADIENTS``: TensorFlow,
   torch) gets the conjugate cotangent and its cotangents are conjugated back."""
-  if not (op.allow_complex and getattr(module, "CONJUGATE_COMPLEX_GRADIENTS", False)):
+  if not (op.allow_complex and round_trips.capabilities(module).CONJUGATE_COMPLEX_GRADIENTS):
     return module.evaluate(op, params, inputs, cotangent, device=device, mode=mode)
-  outputs, cts = module.evaluate(op, params, inputs, _conjugated(cotangent), device=device,
+  outputs, cts = module.evaluate(op, params, inputs, setting.conjugated(cotangent), device=device,
                                  mode=mode)
-  return outputs, tuple(_conjugated(cts))
+  return outputs, tuple(setting.conjugated(cts))
 
 
 def _sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray]:
@@ -95,11 +82,6 @@ def _sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray]:
   inputs = [np.asarray(x) for x in op.sample(rng)]
   validation.check_input_count(op, "numpy", inputs)
   return inputs
-
-
-def params_label(params: dict) -> str:
-  """A parameter set as rows name it (``params``): ``k=v,...`` sorted, ``-`` for none."""
-  return ",".join(f"{k}={v}" for k, v in sorted(params.items())) or "-"
 
 
 REFERENCE_UNIT = ("-", "numpy")  # (dtype, backend) of the unit of the reference's rows.
@@ -114,106 +96,11 @@ def work_units(ops: Sequence[OpDef], dtypes: Sequence[str],
   units = []
   for op in ops:
     for params in op.param_sets:
-      label = params_label(op.resolve_params(params))
+      label = setting.params_label(op.resolve_params(params))
       units.append((op.name, label, *REFERENCE_UNIT))
       units += [(op.name, label, dtype, backend) for dtype in dtypes for backend in backends
                 if backend != "numpy"]
   return units
-
-
-def _kept_for_last(compute: Callable[[list], Any]) -> Callable[[list], Any]:
-  """``compute(arrays)``, kept for the last ``arrays`` (the same objects): one reference
-  forward serves every cotangent finite differences ask for at one point."""
-  last = []
-
-  def at(arrays):
-    if not (last and len(last[0]) == len(arrays)
-            and all(a is b for a, b in zip(last[0], arrays))):
-      last[:] = [list(arrays), compute(arrays)]
-    return last[1]
-  return at
-
-
-def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
-                           seed: int = 0) -> list[Row]:
-  """float64 rows checking the reference backward by finite differences.
-
-  Exact ops, and the ``exact_inputs`` of the others, are checked against the forward; a
-  surrogate op's other inputs against its ``surrogate``, with an informational
-  ``fd_forward`` row showing how far they are from the forward's derivative; a declared
-  op's other inputs have no oracle: an informational ``declared`` row says so, with the
-  same distance.
-  """
-  reference = _load("numpy")
-  inputs = _cast_inputs(inputs, "float64")
-  context = RowContext(op.name, params_label(params), "numpy", "cpu:0", "float64", "eager")
-
-  def floating(outputs):  # Complex ones as pairs of reals: finite differences see R^2n.
-    return [compare.as_real(o) for o in validation.as_tuple(outputs)
-            if compare.is_inexact(o.dtype)]
-
-  def row(check, function, argnums, must_pass, note_fn):
-    """Checks the cotangents of ``argnums`` against finite differences of ``function``."""
-    def with_varied(varied):
-      swap = dict(zip(argnums, varied))
-      return [x if i not in swap else compare.as_complex(swap[i]) if np.iscomplexobj(x)
-              else swap[i] for i, x in enumerate(inputs)]
-
-    def target(varied):
-      return floating(function(reference.xp, *with_varied(varied), **params))
-
-    vjp_at = _kept_for_last(lambda varied: reference.vjp(op, *with_varied(varied), **params))
-
-    def vjp(varied, cotangents):
-      """The real gradient: for complex arrays, in JAX's convention, conj(B(conj(c)))."""
-      outputs, vjp_fn = vjp_at(varied)
-      it = iter(cotangents)
-      g = [None] * len(validation.as_tuple(outputs))
-      for k, o in enumerate(validation.as_tuple(outputs)):
-        if compare.is_inexact(o.dtype):
-          g[k] = np.conj(compare.as_complex(next(it))) if np.iscomplexobj(o) else next(it)
-      cts = _conjugated(vjp_fn(tuple(g) if isinstance(outputs, tuple) else g[0]))
-      return [compare.as_real(cts[i]) for i in argnums]
-
-    names = "inputs " + ", ".join(op.input_names[i] for i in argnums)
-    start = time.perf_counter()
-    try:
-      at = [compare.as_real(inputs[i]) for i in argnums]  # The forward's outputs: `vjp_at`'s.
-      err, how = finite_diff.vjp_error(target, vjp, at, np.random.default_rng(seed),
-                                       floating(vjp_at(at)[0]) if function is forward else None)
-    except Exception as e:  # pylint: disable=broad-except  # Informational rows stay so.
-      return context.row(check, None, finite_diff.TOLERANCE, not must_pass, _first_line(e),
-                         time.perf_counter() - start)
-    passed = err <= finite_diff.TOLERANCE
-    return context.row(check, err, finite_diff.TOLERANCE, passed or not must_pass,
-                       f"{names}; {how}; {note_fn(passed)}", time.perf_counter() - start)
-
-  def forward(xp, *args, **kwargs):
-    return op.forward(xp, *args, **kwargs)[0]
-
-  def against_forward(p):
-    return ("backward matches the forward's derivative" if p
-            else "backward is NOT the derivative of forward")
-
-  if op.gradient == "exact":
-    return [row(Check.FD, forward, op.diff_argnums, True, against_forward)]
-  rows = []
-  if op.exact_argnums:
-    rows.append(row(Check.FD, forward, op.exact_argnums, True, against_forward))
-  surrogate_argnums = tuple(i for i in op.diff_argnums if i not in op.exact_argnums)
-  if op.gradient == "declared":
-    rows.append(row(Check.DECLARED, forward, surrogate_argnums, False,
-                    lambda p: "no oracle: the backward is declared, so it is only compared "
-                    "across backends" + ("; it equals the forward's derivative: could be "
-                                         "exact" if p else "")))
-    return rows
-  rows.append(row(Check.FD_FORWARD, forward, surrogate_argnums, False,
-                  lambda p: "backward equals the forward's derivative: could be exact" if p
-                  else "surrogate: backward is not the forward's derivative, as declared"))
-  rows.append(row(Check.FD, op.surrogate, surrogate_argnums, True,
-                  lambda p: "backward matches the surrogate's derivative" if p
-                  else "backward is NOT the derivative of the declared surrogate"))
-  return rows
 
 
 def _select_devices(available: Sequence[str], devices: str | Sequence[str]):
@@ -224,18 +111,6 @@ def _select_devices(available: Sequence[str], devices: str | Sequence[str]):
   chosen = [d for d in available if d in wanted or d.split(":")[0] in wanted]
   missing = [w for w in wanted if not any(w in (d, d.split(":")[0]) for d in available)]
   return chosen, missing
-
-
-def _device_row(context: RowContext, results, first, names, tolerance,
-                bitwise=False) -> Row:
-  """Compares one device's outputs and cotangents with the first device's."""
-  first_device, first_results = first
-  result = compare.compare([*results[0], *results[1]], [*first_results[0], *first_results[1]],
-                           names, tolerance, bitwise=bitwise, reference=first_device)
-  detail = ("bitwise equal" if result.identical
-            else result.note or f"within tolerance, {result.ulps:.0f} ulps apart")
-  return context.row(Check.DEVICE, result.error, tolerance, result.ok,
-                     f"vs {first_device}: {detail}", 0.0, result.ulps)
 
 
 def _environment(backends: Iterable[str]) -> dict[str, Any]:
@@ -249,7 +124,7 @@ def _environment(backends: Iterable[str]) -> dict[str, Any]:
 
 
 def _comparer(tolerance: float, bitwise: bool) -> Callable[..., tuple[float, str]]:
-  """`higher_order.Case`'s comparison: (error, note) of `compare.compare` at ``tolerance``."""
+  """`higher_order.OpCase`'s comparison: (error, note) of `compare.compare` at ``tolerance``."""
   def compare_arrays(actual, expected, names, whole_vector=False):
     result = compare.compare(actual, expected, names, tolerance, bitwise=bitwise,
                              whole_vector=whole_vector)
@@ -258,19 +133,15 @@ def _comparer(tolerance: float, bitwise: bool) -> Callable[..., tuple[float, str
   return compare_arrays
 
 
-def _first_line(e: BaseException) -> str:
-  text = str(e).strip().splitlines()
-  return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
-
-
 def _warm_up(modules: dict[str, Any], modes: Sequence[str] | None,
-             settings: _Settings) -> list[str]:
+             settings: setting.Settings) -> list[str]:
   """Starts each checked backend's optional `warm_up` (torch: Inductor's CPU probe, which
   then runs alongside the other backends' rows); returns their names."""
   started = []
   for name, module in modules.items():
-    if hasattr(module, "warm_up") and settings.runs_backend(name):
-      module.warm_up(higher_order.modes_of(module, modes))
+    warm_up = round_trips.capabilities(module).warm_up
+    if warm_up is not None and settings.runs_backend(name):
+      warm_up(higher_order.modes_of(module, modes))
       started.append(name)
   return started
 
@@ -343,17 +214,18 @@ def cross_check(
   reference = _load("numpy")
   backends = _default_backends() if backends is None else backends
   modules = selection.backends(backends)
-  selection.check(opdefs, modules, dtypes, devices, modes)
-  settings = _Settings(devices, modes, seed, progress or (lambda _: None),
-                       compare.check_tolerance(tolerance), special_values.policy(special),
-                       determinism, None if units is None else frozenset(units))
+  resolved = selection.check(opdefs, modules, dtypes, devices, modes)
+  settings = setting.Settings(devices, modes, seed, progress or (lambda _: None),
+                              compare.check_tolerance(tolerance),
+                              special_values.policy(special), determinism,
+                              None if units is None else frozenset(units))
   warming = _warm_up(modules, modes, settings)
   with pinned(modules, precision):
-    rows = _rows(opdefs, inputs, dtypes, backends, reference, modules, settings, warming)
+    rows = _rows(opdefs, inputs, resolved, backends, reference, modules, settings, warming)
   return Report(rows, time.perf_counter() - start, _environment(modules))
 
 
-def _rows(opdefs, inputs, dtypes, backends, reference, modules, settings: _Settings,
+def _rows(opdefs, inputs, dtypes, backends, reference, modules, settings: setting.Settings,
           warming: Sequence[str]) -> list[Row]:
   """Every op's rows, in one run's order, the units of the backends ``warming`` up run
   after the others' (`_warm_ups_last`)."""
@@ -370,7 +242,7 @@ def _rows(opdefs, inputs, dtypes, backends, reference, modules, settings: _Setti
 
 
 def _warm_ups_last(units: Sequence[tuple], late: Sequence[str],
-                   settings: _Settings) -> list[_Settings]:
+                   settings: setting.Settings) -> list[setting.Settings]:
   """``settings`` split in two: its ``units`` (`work_units`) of backends not warming up,
   then those of the ``late`` ones, whose warm-up (torch: a few seconds of C++ compiles) runs
   meanwhile instead of holding up their first row; ``[settings]`` when nothing else would
@@ -419,34 +291,12 @@ def pinned(modules: dict[str, Any], precision: str, argument: str = "precision")
     yield
 
 
-@dataclasses.dataclass(frozen=True)
-class _Settings:
-  """What every row of one check shares (`cross_check`'s arguments, checked)."""
-
-  devices: str | Sequence[str]
-  modes: Sequence[str] | None
-  seed: int
-  say: Callable[[str], None]
-  tolerance: str | float | None
-  special: str | None
-  determinism: bool
-  units: frozenset | None = None
-
-  def wants(self, op: OpDef, label: str, dtype: str, backend: str) -> bool:
-    """Whether this check runs the unit (`work_units`)."""
-    return self.units is None or (op.name, label, dtype, backend) in self.units
-
-  def runs_backend(self, backend: str) -> bool:
-    """Whether this check runs any unit of ``backend``."""
-    return self.units is None or any(unit[3] == backend for unit in self.units)
-
-
-def _op_rows(op: OpDef, counter: str, inputs, dtypes, reference, modules,
-             settings: _Settings) -> list[Row]:
+def _op_rows(op: OpDef, counter: str, inputs, dtypes: dict[str, np.dtype], reference,
+             modules, settings: setting.Settings) -> list[Row]:
   rows = []
   for params in op.param_sets:
     params = op.resolve_params(params)
-    label = params_label(params)
+    label = setting.params_label(params)
     own = settings.wants(op, label, *REFERENCE_UNIT)  # The reference's rows are this run's.
     if not own and not any(settings.wants(op, label, d, b) for d in dtypes for b in modules):
       continue
@@ -456,20 +306,23 @@ def _op_rows(op: OpDef, counter: str, inputs, dtypes, reference, modules,
                    else [np.asarray(x) for x in inputs])
     except Exception as e:  # pylint: disable=broad-except
       rows += [RowContext(op.name, label, "numpy", "cpu:0", "-", "-").row(
-          Check.SAMPLE, note=_first_line(e))] if own else []
+          Check.SAMPLE, note=first_line(e))] if own else []
       continue
-    rows += finite_difference_rows(op, params, op_inputs, settings.seed) if own else []
+    if own:
+      run = setting.ReferenceRun(op, params, op_inputs, settings.seed)
+      rows += [r for kind in row_kinds.of_scope(row_kinds.Scope.REFERENCE)
+               for r in kind.rows(run)]
     second = _second_sample(op, settings.seed, params) if inputs is None else None
-    for dtype in dtypes:
-      cast = _cast_inputs(op_inputs, dtype)
+    for dtype, numpy_dtype in dtypes.items():
+      cast = setting.cast_inputs(op_inputs, numpy_dtype)
       if cast is None:
         rows += [RowContext(op.name, label, "numpy", "cpu:0", dtype, "-").row(
             Check.SKIPPED, ok=True, note=f"complex inputs: no complex dtype of {dtype}'s "
             "precision (complex64 is checked with float32, complex128 with float64)")
                  ] if own else []
         continue
-      rows.extend(_dtype_rows(op, params, label, cast, dtype, reference, modules, settings,
-                              second and _cast_inputs(second, dtype)))
+      rows.extend(_dtype_rows(op, params, label, cast, numpy_dtype, reference, modules,
+                              settings, second and setting.cast_inputs(second, numpy_dtype)))
   return rows
 
 
@@ -481,67 +334,52 @@ def _second_sample(op: OpDef, seed: int, params: dict) -> list[np.ndarray] | Non
     return None
 
 
-@dataclasses.dataclass
-class _Target:
-  """One op, parameter set and dtype: inputs, cotangent, what the reference computes for
-  them (and on special values: ``case``), and how rows compare with it."""
-
-  op: OpDef
-  params: dict
-  inputs: list[np.ndarray]
-  cotangent: list[np.ndarray | None]
-  outputs: tuple
-  cotangents: tuple
-  case: special_values.Case | None
-  higher: higher_order.Case
-  tolerance: float
-  bitwise: bool
-
-  @property
-  def is_complex(self) -> bool:
-    """Complex inputs or outputs: rows beyond forward and vjp are not covered yet."""
-    return any(np.iscomplexobj(x) for x in (*self.inputs, *self.outputs))
-
-  @property
-  def names(self) -> tuple[list[str], list[str]]:
-    return ([f"output {i}" for i in range(len(self.outputs))],
-            [f"d{name}" for name in self.op.input_names])
-
-
-def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: _Settings,
-                second=None) -> list[Row]:
-  rows = []
-  own = settings.wants(op, label, *REFERENCE_UNIT)
-  wanted = {name: m for name, m in modules.items() if settings.wants(op, label, dtype, name)}
-  if not own and not wanted:
-    return rows
+def _target(op, params, inputs, numpy_dtype: np.dtype, reference, modules,
+            settings: setting.Settings, second, context: RowContext):
+  """The `setting.Target` of one op, parameter set and dtype, and the reference's rows (it
+  raised: a ``reference`` row, and no target; on special values: a ``special`` row)."""
+  dtype = numpy_dtype.name
   rng = np.random.default_rng([settings.seed, zlib.crc32(dtype.encode())])
-  numpy_context = RowContext(op.name, label, "numpy", "cpu:0", dtype, "eager")
   try:
     outputs, vjp_fn = reference.vjp(op, *inputs, **params)
     ref_outputs = validation.as_tuple(outputs)
     cotangent = [_random_like(rng, o) for o in ref_outputs]
     ref_cts = vjp_fn(tuple(cotangent) if isinstance(outputs, tuple) else cotangent[0])
   except Exception as e:  # pylint: disable=broad-except
-    return [numpy_context.row(Check.REFERENCE, note=_first_line(e))] if own else rows
+    return None, [context.row(Check.REFERENCE, note=first_line(e))]
   bitwise = settings.tolerance == compare.BITWISE
   tolerance = compare.tolerance_for(dtype, settings.tolerance)
   strict = settings.special == "strict"
-  case = None
+  case, rows = None, []
   complex_case = any(np.iscomplexobj(x) for x in (*inputs, *ref_outputs))
   if settings.special and modules and not complex_case:
     try:
-      case = special_values.prepare(op, params, inputs, dtype, reference, settings.seed)
+      case = special_values.prepare(op, params, inputs, numpy_dtype, reference, settings.seed)
     except Exception as e:  # pylint: disable=broad-except
-      rows += [numpy_context.row(
+      rows.append(context.row(
           Check.SPECIAL, ok=not strict, note=("" if strict else "advisory: ")
-          + "reference on special values: " + _first_line(e),
-          advisory="" if strict else "reference raises")] if own else []
-  higher = higher_order.Case(op, params, label, dtype, list(inputs), list(cotangent),
-                             tolerance, _comparer(tolerance, bitwise), settings.seed,
-                             second, (outputs, vjp_fn, ref_cts))
-  target = _Target(op, params, list(inputs), cotangent, ref_outputs, ref_cts, case, higher,
-                   tolerance, bitwise)
+          + "reference on special values: " + first_line(e),
+          advisory="" if strict else "reference raises"))
+  higher = higher_order.OpCase(op, params, context.params, dtype, list(inputs),
+                               list(cotangent), tolerance, _comparer(tolerance, bitwise),
+                               settings.seed, second, (outputs, vjp_fn, ref_cts))
+  return setting.Target(op, params, list(inputs), cotangent, ref_outputs, ref_cts, case,
+                        higher, tolerance, bitwise), rows
+
+
+def _dtype_rows(op, params, label, inputs, numpy_dtype: np.dtype, reference, modules,
+                settings: setting.Settings, second=None) -> list[Row]:
+  dtype = numpy_dtype.name
+  own = settings.wants(op, label, *REFERENCE_UNIT)
+  wanted = {name: m for name, m in modules.items() if settings.wants(op, label, dtype, name)}
+  if not own and not wanted:
+    return []
+  numpy_context = RowContext(op.name, label, "numpy", "cpu:0", dtype, "eager")
+  target, reference_rows = _target(op, params, inputs, numpy_dtype, reference, modules,
+                                   settings, second, numpy_context)
+  rows = reference_rows if own else []
+  if target is None:
+    return rows
   for name, module in wanted.items():
     chosen, missing = _select_devices(module.devices(), settings.devices)
     rows.extend(numpy_context.at(backend=name, device=wanted, mode="-").row(
@@ -555,78 +393,50 @@ def _dtype_rows(op, params, label, inputs, dtype, reference, modules, settings: 
         mode_rows, results = _mode_rows(target, context, module, settings, first, eager)
         rows += mode_rows
         eager = results if mode == module.MODES[0] and results else eager
-      transforms = higher_order.transforms_of(module, settings.modes)
-      if transforms and not complex_case:
-        settings.say(f"  {op.name} {label} {dtype} {name} {device} {', '.join(transforms)}")
-        rows.extend(higher_order.transform_rows(higher, name, module, device, transforms))
+      run = setting.DeviceRun(target, name, module, device, settings)
+      rows += _kind_rows(row_kinds.Scope.DEVICE, run, target.is_complex)
   return rows
 
 
-def _mode_rows(target: _Target, context: RowContext, module, settings: _Settings, first,
-               eager) -> tuple[list[Row], tuple | None]:
+def _kind_rows(scope, run, is_complex: bool, results_failed: bool = False) -> list[Row]:
+  """The rows of every kind of ``scope`` for ``run``, in the table's order (`row_kinds`):
+  a kind that needs results gets none where they failed; a complex target gets no rows of
+  a kind that does not cover it (in the mode scope, a ``skipped`` row says so once)."""
+  rows = []
+  for kind in row_kinds.of_scope(scope):
+    if kind.needs_results and results_failed:
+      continue
+    if is_complex and not kind.complex_inputs:
+      if scope == row_kinds.Scope.MODE:
+        rows.append(run.context.row(Check.SKIPPED, ok=True, note=COMPLEX_NOT_COVERED))
+      break
+    rows += kind.rows(run)
+  return rows
+
+
+def _mode_rows(target: setting.Target, context: RowContext, module,
+               settings: setting.Settings, first, eager) -> tuple[list[Row], tuple | None]:
   """The rows of one backend, device and mode, and its outputs and cotangents (None if it
-  raised); ``first`` maps a mode to the first device's (filled here)."""
-  op, tolerance, bitwise = target.op, target.tolerance, target.bitwise
+  raised); ``first`` maps a mode to the first device's (filled by the ``device`` kind)."""
+  op = target.op
   reason = op.unsupported_modes.get(f"{context.backend}:{context.mode}")
   if reason is not None:
     return [context.row(Check.SKIPPED, ok=True, note=f"unsupported by the op: {reason}")], None
   where = f"{op.name} {context.params} {context.dtype} {context.backend} {context.device}"
   settings.say(f"  {where} {context.mode}")
 
-  def run():
+  def evaluate():
     return _evaluate(module, op, target.params, target.inputs, target.cotangent,
                      device=context.device, mode=context.mode)
 
   started = time.perf_counter()
+  results, error = None, ""
   try:
-    outputs, cts = results = run()
+    results = evaluate()
   except Exception as e:  # pylint: disable=broad-except
-    note = _first_line(e)
+    error = first_line(e)
     if not isinstance(e, CrossgradError):
-      note += " | " + traceback.format_exc(limit=-1).strip().splitlines()[-1][:200]
-    return [context.row(check, None, tolerance, False, note, time.perf_counter() - started)
-            for check in (Check.FORWARD, Check.VJP)], None
-  seconds = time.perf_counter() - started
-  rows = []
-  output_names, input_names = target.names
-  if context.mode in first:
-    rows.append(_device_row(context, results, first[context.mode],
-                            output_names + input_names, tolerance, bitwise))
-  else:
-    first[context.mode] = (context.device, results)
-  narrowed = round_trips.narrows_integers(module, context.mode)
-  for check, got, want, names in ((Check.FORWARD, outputs, target.outputs, output_names),
-                                  (Check.VJP, cts, target.cotangents, input_names)):
-    result = compare.compare(compare.narrowing_undone(narrowed, got, want), want, names,
-                             tolerance, bitwise=bitwise, whole_vector=check == Check.VJP)
-    rows.append(context.row(check, result.error, tolerance, result.ok, result.note, seconds,
-                            result.ulps))
-  if settings.determinism:
-    rows.append(_determinism_row(context, run, results, output_names + input_names))
-  if target.case is not None and context.mode not in getattr(module, "EXTRA_MODES", ()):
-    # Export round trips are compared with eager (``round_trip``), which has these.
-    rows.append(special_values.row(op, target.params, context, module, target.case,
-                                   tolerance, bitwise, settings.special == "strict"))
-  if target.is_complex:
-    return rows + [context.row(Check.SKIPPED, ok=True, note=COMPLEX_NOT_COVERED)], results
-  if hasattr(module, "evaluate_higher_order"):  # Else skipped rows say why.
-    settings.say(f"  {where} {context.mode}: jvp, second order")
-  rows.extend(higher_order.mode_rows(target.higher, context.backend, module, context.device,
-                                     context.mode, eager, results))
-  return rows, results
-
-
-def _determinism_row(context: RowContext, run, results, names) -> Row:
-  """The same setting run again: outputs and cotangents must be bitwise equal."""
-  started = time.perf_counter()
-  try:
-    again = run()
-  except Exception as e:  # pylint: disable=broad-except
-    return context.row(Check.DETERMINISM, None, 0.0, False,
-                       "second run raised: " + _first_line(e), time.perf_counter() - started)
-  result = compare.compare([*again[0], *again[1]], [*results[0], *results[1]], names, 0.0,
-                           bitwise=True, reference="first run")
-  return context.row(Check.DETERMINISM, result.error, 0.0, result.identical,
-                     "bitwise equal in two runs" if result.identical
-                     else f"nondeterministic: {result.note}", time.perf_counter() - started,
-                     result.ulps)
+      error += " | " + traceback.format_exc(limit=-1).strip().splitlines()[-1][:200]
+  run = setting.ModeRun(target, context, module, settings, evaluate, results, error,
+                        time.perf_counter() - started, first, eager)
+  return _kind_rows(row_kinds.Scope.MODE, run, target.is_complex, results is None), results

@@ -2,8 +2,8 @@
 
 Small inputs get the full Jacobian compared entry by entry; large ones get the
 directional dot-product test <J t, c> = <t, J^T c> over a few random directions
-(one with c = J t, which makes a scaled or sign-flipped backward stand out), so a
-million-element input checks in well under a second. Random directions, here and in
+(one with c = J t, which makes a scaled or sign-flipped backward stand out), a few
+passes over the input whatever its size. Random directions, here and in
 every row of the check, are `uniform`.
 """
 

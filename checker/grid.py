@@ -3,11 +3,13 @@
 The grid has one line per op and parameter set and one column per backend and mode, both
 taken from the rows in the order they first appear (so new check kinds and modes need no
 change here). A cell is ``FAIL`` if any of its rows failed, else ``ADVISORY`` if one
-reports a divergence at special values, ``skipped`` if all of them are skipped, ``ok``
-otherwise, and shows the error of its worst row: the one furthest past
-its tolerance (a row that raised counts as infinitely far), or, in a passing cell, the
-one closest to it. Passing rows past their tolerance are informational (``fd_forward``)
-and count only in a cell that has nothing else.
+reports a divergence at special values, ``skipped`` if all of them are skipped,
+``declared`` if a declared gradient's rows are all it verifies (they have no oracle: their
+error is no pass or fail, so the cell shows none), ``ok`` otherwise, and shows the error
+of its worst row: the one furthest past its tolerance (a row that raised counts as
+infinitely far), or, in a passing cell, the one closest to it. Passing rows past their
+tolerance are informational (``fd_forward``) and count only in a cell that has nothing
+else.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import math
 from typing import Iterable
 
 from crossgrad.checker.diagnosis import causes
-from crossgrad.checker.report import ADVISORY, FAIL, OK, Check, Report, Row
+from crossgrad.checker.report import ADVISORY, FAIL, INFORMATIONAL, OK, Check, Report, Row
 
 SKIPPED = "skipped"
+DECLARED = "declared"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Cell:
   count: int
 
   def text(self) -> str:
-    if self.worst is None or self.status == SKIPPED:
+    if self.worst is None or self.status in (SKIPPED, DECLARED):
       return self.status
     return f"{self.status} {format_error(self.worst.error)}"
 
@@ -87,6 +90,9 @@ def summarize(rows: list[Row]) -> Cell:
   counted = [r for r in rows if r.check != Check.SKIPPED]
   if not counted:
     return Cell(SKIPPED, None, len(rows))
+  declared = [r for r in counted if r.check == Check.DECLARED]
+  if declared and all(r.check in INFORMATIONAL for r in counted):
+    return Cell(DECLARED, max(declared, key=_badness), len(rows))
   measured = [r for r in counted if r.error is not None]
   within = [r for r in measured if _badness(r) <= 1] or measured
   return Cell(OK, max(within, key=_badness) if within else None, len(rows))

@@ -1,6 +1,6 @@
 """Cross-check rows beyond first-order reverse mode.
 
-For one op, parameter set and dtype (a `Case`), in every backend, device and mode:
+For one op, parameter set and dtype (a `OpCase`), in every backend, device and mode:
 
 * ``jvp``: the backend's forward-mode tangent (`evaluate_higher_order`) for random tangents
   against finite differences of the forward, or of the surrogate, input by input as the
@@ -36,11 +36,11 @@ import numpy as np
 
 from crossgrad.backends import base
 from crossgrad.checker import compare, finite_diff, round_trips
-from crossgrad.checker.report import Check, Row, RowContext
+from crossgrad.checker.report import Check, Row, RowContext, first_line
 from crossgrad.registry import validation
 from crossgrad.registry.opdef import OpDef
 
-KINDS = (Check.JVP, Check.SECOND_ORDER)
+CHECKS = (Check.JVP, Check.SECOND_ORDER)  # The checks of one `evaluate_higher_order` call.
 DUAL_LIMIT = 4096  # Outputs up to this many elements get the transposed backward in full.
 SECOND_ORDER_FULL_LIMIT = 2048  # Inputs up to this many elements: second order in full.
 DIRECTIONS = 4  # Random directions of a dot-product test, beyond those limits.
@@ -52,18 +52,18 @@ def modes_of(module: Any, modes: Sequence[str] | None) -> list[str]:
   in `EXTRA_MODES` only so) otherwise."""
   if modes is None:
     return list(module.MODES)
-  known = tuple(module.MODES) + tuple(getattr(module, "EXTRA_MODES", ()))
+  known = tuple(module.MODES) + round_trips.capabilities(module).EXTRA_MODES
   return [m for m in modes if m in known]
 
 
 def transforms_of(module: Any, modes: Sequence[str] | None) -> list[str]:
   """The backend's transformation modes to run: all by default, asked-for ones otherwise."""
-  transforms = tuple(getattr(module, "TRANSFORMS", ()))
+  transforms = round_trips.capabilities(module).TRANSFORMS
   return list(transforms) if modes is None else [m for m in modes if m in transforms]
 
 
 @dataclasses.dataclass
-class Case:
+class OpCase:
   """One op, parameter set and dtype, and what its rows compare with.
 
   ``compare(actual, expected, names, whole_vector=False) -> (error, note)`` is the
@@ -115,7 +115,7 @@ class Case:
                                   self.direction, self.rng("second-order directions"))
 
   @functools.cached_property
-  def batch_reference(self) -> tuple[list, list, list, list]:
+  def batch_reference(self) -> "Batch":
     """The transformation modes' batch (`batch_of`), its cotangent (the first example's is
     ``cotangent``, the second's random), and the reference's outputs and cotangents looped
     over it: computed once, shared by every backend; the first example's, and the forward
@@ -142,12 +142,23 @@ class Case:
     def stack(per_example):
       return [None if parts[0] is None else np.stack(parts) for parts in zip(*per_example)]
 
-    return ([np.stack([x, y]) for x, y in zip(*examples)], stack(cotangents),
-            stack(outputs), stack(expected))
+    return Batch([np.stack([x, y]) for x, y in zip(*examples)], stack(cotangents),
+                 stack(outputs), stack(expected))
 
   @property
   def fd_tolerance(self) -> float:
     return max(self.tolerance, finite_diff.TOLERANCE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+  """A transformation mode's batch (axis 0: the examples): inputs and output cotangent,
+  and the reference's outputs and input cotangents looped over it."""
+
+  inputs: list[np.ndarray]
+  cotangent: list[np.ndarray | None]
+  outputs: list[np.ndarray | None]
+  cotangents: list[np.ndarray | None]
 
 
 def _directions(op: OpDef, inputs, rng) -> list[np.ndarray | None]:
@@ -342,85 +353,94 @@ def _hessian_vector(plus, minus, diff, h: float, expected) -> Reference:
   return Reference(expected, how="Hessian-vector product by central differences")
 
 
-def _skip(case: Case, backend: str, device: str, mode: str, kind: str, reason: str) -> Row:
+def _skip(case: OpCase, backend: str, device: str, mode: str, check: Check, reason: str) -> Row:
   return dataclasses.replace(case.row(backend, device, mode, Check.SKIPPED, None, True,
-                                      f"{kind}: {reason}"), tolerance=None)
+                                      f"{check}: {reason}"), tolerance=None)
 
 
-def _run(case: Case, backend: str, device: str, mode: str, kind: str, call):
-  """``call()``, or the skipped / failing row it ends in; ``kind`` names the checks it
-  serves ("jvp+second_order"), the failing row has the first."""
+@dataclasses.dataclass(frozen=True)
+class _Attempt:
+  """One call of a backend: its ``value``, or why it has none (``skipped``: the backend
+  does not implement it; ``error``: it raised), and how long it took."""
+
+  value: Any = None
+  seconds: float = 0.0
+  skipped: str | None = None
+  error: str | None = None
+
+  @property
+  def failed(self) -> bool:
+    return self.skipped is not None or self.error is not None
+
+  def failure(self, case: OpCase, backend: str, device: str, mode: str, check: Check) -> Row:
+    """The row of ``check`` that this failed attempt leaves."""
+    if self.skipped is not None:
+      return _skip(case, backend, device, mode, check, self.skipped)
+    return case.row(backend, device, mode, check, None, False, self.error, self.seconds)
+
+
+def _attempt(call: Callable[[], Any]) -> _Attempt:
   started = time.perf_counter()
   try:
-    return call(), time.perf_counter() - started
+    return _Attempt(call(), time.perf_counter() - started)
   except NotImplementedError as e:
-    return _skip(case, backend, device, mode, kind, str(e) or "not implemented"), 0.0
+    return _Attempt(skipped=str(e) or "not implemented")
   except Exception as e:  # pylint: disable=broad-except
-    return case.row(backend, device, mode, Check(kind.split("+")[0]), None, False,
-                    _first_line(e),
-                    time.perf_counter() - started), 0.0
+    return _Attempt(seconds=time.perf_counter() - started, error=first_line(e))
 
 
-def _first_line(e: BaseException) -> str:
-  text = str(e).strip().splitlines()
-  return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
-
-
-def mode_rows(case: Case, backend: str, module: Any, device: str, mode: str,
-              eager: tuple | None, results: tuple) -> list[Row]:
+def mode_rows(case: OpCase, backend: str, module: Any, device: str, mode: str,
+              results: tuple) -> list[Row]:
   """``jvp`` and ``second_order`` rows of one backend, device and mode (one call of the
-  backend's `evaluate_higher_order`), and in an export mode a ``round_trip`` row against
-  ``eager`` (the backend's eager outputs and cotangents; computed here if None)."""
+  backend's `evaluate_higher_order`); ``results``: its `evaluate`'s there."""
   op = case.op
   rows = []
-  if mode in getattr(module, "EXTRA_MODES", ()):
-    rows.append(_round_trip_row(case, backend, module, device, mode, eager, results))
-  unsupported = getattr(module, "UNSUPPORTED_CHECKS", {})
+  optional = round_trips.capabilities(module)
+  unsupported = optional.UNSUPPORTED_CHECKS
   reasons = {}
-  for kind in KINDS:
-    if not hasattr(module, "evaluate_higher_order"):
+  for kind in CHECKS:
+    if optional.evaluate_higher_order is None:
       reasons[kind] = f"{backend} has no evaluate_higher_order"
     elif (kind, mode) in unsupported:
       reasons[kind] = unsupported[(kind, mode)]
     elif f"{backend}:{kind}" in op.unsupported_modes:
       reasons[kind] = op.unsupported_modes[f"{backend}:{kind}"]
-  if op.backward_not_differentiable and "second_order" not in reasons:
-    reasons["second_order"] = f"backward not differentiable: {op.backward_not_differentiable}"
-  wanted = [kind for kind in KINDS if kind not in reasons]
-  got, seconds = ((None, None), 0.0)
+  if op.backward_not_differentiable and Check.SECOND_ORDER not in reasons:
+    reasons[Check.SECOND_ORDER] = f"backward not differentiable: {op.backward_not_differentiable}"
+  wanted = [kind for kind in CHECKS if kind not in reasons]
+  got = _Attempt((None, None))
   if wanted:
-    got, seconds = _run(case, backend, device, mode, "+".join(wanted),
-                        lambda: module.evaluate_higher_order(
-                            op, case.params, case.inputs, case.cotangent,
-                            case.tangents if "jvp" in wanted else None,
-                            case.direction if "second_order" in wanted else None,
-                            device=device, mode=mode))
-  for k, kind in enumerate(KINDS):
+    got = _attempt(lambda: module.evaluate_higher_order(
+        op, case.params, case.inputs, case.cotangent,
+        case.tangents if Check.JVP in wanted else None,
+        case.direction if Check.SECOND_ORDER in wanted else None, device=device, mode=mode))
+  for k, kind in enumerate(CHECKS):
     if kind in reasons:
       rows.append(_skip(case, backend, device, mode, kind, reasons[kind]))
-    elif isinstance(got, Row):
-      rows.append(dataclasses.replace(got, check=kind if got.check != Check.SKIPPED else
-                                      got.check, note=got.note if got.check != Check.SKIPPED
-                                      else f"{kind}: {got.note.split(': ', 1)[-1]}"))
+    elif got.failed:
+      rows.append(got.failure(case, backend, device, mode, kind))
     else:
-      if kind == "jvp":
+      if kind == Check.JVP:
         reference = case.jvp_reference
         names = [f"output {j} tangent" for j in range(len(reference.expected))]
         # A tangent has its output's dtype (a cast's is not the inputs').
         dtypes = ([np.asarray(o).dtype.name for o in results[0]] if results and results[0]
                   else [case.dtype] * len(names))
-        err, note = reference.error(got[k], dtypes, names)
+        err, note = reference.error(got.value[k], dtypes, names)
       else:
         names = [f"d<vjp, v>/d{n}" for n in op.input_names]
         dtypes = [np.asarray(x).dtype.name for x in case.inputs]
-        err, note = case.second_order_reference.error(got[k], dtypes, names)
+        err, note = case.second_order_reference.error(got.value[k], dtypes, names)
       ok = err <= case.fd_tolerance
       rows.append(case.row(backend, device, mode, kind, err, ok, "" if ok else note,
-                           seconds / len(wanted), case.fd_tolerance))
+                           got.seconds / len(wanted), case.fd_tolerance))
   return rows
 
 
-def _round_trip_row(case, backend, module, device, mode, eager, results) -> Row:
+def round_trip_row(case: OpCase, backend: str, module: Any, device: str, mode: str,
+                   eager: tuple | None, results: tuple) -> Row:
+  """An export mode's outputs and cotangents (``results``) against ``eager`` (the backend's
+  eager ones; computed here if None)."""
   if eager is None:
     eager = module.evaluate(case.op, case.params, case.inputs, case.cotangent, device=device,
                             mode=module.MODES[0])
@@ -447,47 +467,48 @@ def second_example(inputs: Sequence[np.ndarray],
   return second
 
 
-def transform_rows(case: Case, backend: str, module: Any, device: str,
+def transform_rows(case: OpCase, backend: str, module: Any, device: str,
                    transforms) -> list[Row]:
   """``forward`` and ``vjp`` rows of each transformation mode: a batch against the reference
   looped over it."""
   op = case.op
   rows = []
-  batch, batch_cot, want_outs, want_cts = case.batch_reference
+  batch = case.batch_reference
   skipped = {t: op.unsupported_modes[f"{backend}:{t}"] for t in transforms
              if f"{backend}:{t}" in op.unsupported_modes}
   running = [t for t in transforms if t not in skipped]
 
   def evaluate(chosen):
-    return module.evaluate_transformed(op, case.params, batch, batch_cot, device=device,
-                                       transforms=chosen)
+    return module.evaluate_transformed(op, case.params, batch.inputs, batch.cotangent,
+                                       device=device, transforms=chosen)
 
-  got, seconds = _run(case, backend, device, ",".join(running), "forward",
-                      lambda: evaluate(running)) if running else ({}, 0.0)
-  if isinstance(got, Row):  # One program for all failed: run each alone to say which.
-    got, seconds = {}, 0.0
-    for transform in running:
-      alone, _ = _run(case, backend, device, transform, "forward", lambda t=transform: evaluate([t]))
-      got[transform] = alone
+  together = _attempt(lambda: evaluate(running)) if running else _Attempt({})
+  if together.failed:  # One program for all failed: run each alone to say which.
+    got = {t: _attempt(lambda t=t: evaluate([t])[t]) for t in running}
+    seconds = 0.0
+  else:
+    got = {t: _Attempt(together.value[t]) for t in running}
+    seconds = together.seconds / max(1, len(running))
   for transform in transforms:
     if transform in skipped:
       rows.append(case.row(backend, device, transform, Check.SKIPPED, None, True,
                            f"unsupported by the op: {skipped[transform]}"))
       continue
-    result = got[transform]
-    if isinstance(result, Row):
-      rows.extend([result] if result.check == Check.SKIPPED else
-                  [result, dataclasses.replace(result, check=Check.VJP)])
+    attempt = got[transform]
+    if attempt.failed:
+      rows.extend(attempt.failure(case, backend, device, transform, check)
+                  for check in ((Check.FORWARD,) if attempt.skipped is not None
+                                else (Check.FORWARD, Check.VJP)))
       continue
-    if isinstance(result, dict):
-      result = result[transform]
+    result = attempt.value
     narrowed = round_trips.narrows_integers(module, transform)
     for check, actual, want, names in (
-        (Check.FORWARD, result[0], want_outs, [f"output {k}" for k in range(len(want_outs))]),
-        (Check.VJP, result[1], want_cts, [f"d{n}" for n in op.input_names])):
+        (Check.FORWARD, result[0], batch.outputs,
+         [f"output {k}" for k in range(len(batch.outputs))]),
+        (Check.VJP, result[1], batch.cotangents, [f"d{n}" for n in op.input_names])):
       err, note = case.compare(compare.narrowing_undone(narrowed, actual, want), want, names,
                                whole_vector=check == Check.VJP)
       ok = err <= case.tolerance
       rows.append(case.row(backend, device, transform, check, err, ok, "" if ok else note,
-                           seconds / max(1, len(running))))
+                           seconds))
   return rows

@@ -2,8 +2,9 @@
 
 Each job is ``python -m crossgrad.check`` with the same flags, ``--num_shards=N
 --shard_index=i`` and a JSON report in a temporary folder; the reports are merged
-(`shards.merge`) into the report one process would have made. Jobs' progress lines go to
-stderr as they come, each line once (every job starts with the same ones).
+(`shards.merge`) into the report one process would have made. The jobs' progress lines feed
+one `progress.Progress`; their other lines go to stderr as they come, each once (every job
+starts with the same ones).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Callable, Sequence
 
 from absl import flags
 
+from crossgrad.checker import progress as progress_lib
 from crossgrad.checker import shards
 from crossgrad.checker.report import Report
 
@@ -48,39 +50,50 @@ def flag_arguments(names: Sequence[str], flag_values: flags.FlagValues = flags.F
           for arg in flag.serialize().split("\n") if arg]
 
 
+def in_job() -> bool:
+  """Whether this process is one job of a ``--jobs`` check."""
+  return bool(os.environ.get(JOB_ENV))
+
+
 def exit_now(status: int) -> None:
   """In a job (`JOB_ENV` set): ends the process with ``status`` at once, its output
   flushed, skipping the interpreter's teardown of TensorFlow, JAX and torch (over a
   second of CPU per process, at the end of the slowest job too); elsewhere nothing."""
-  if os.environ.get(JOB_ENV):
+  if in_job():
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)  # pylint: disable=protected-access
 
 
 class _Lines:
-  """Writes lines to stderr once each, from several threads."""
+  """Takes the jobs' stderr lines, from a thread per job: progress lines to ``progress``,
+  the others to stderr once each."""
 
-  def __init__(self):
+  def __init__(self, progress: progress_lib.Progress):
+    self._progress = progress
     self._seen = set()
     self._lock = threading.Lock()
 
-  def forward(self, stream) -> None:
+  def forward(self, stream, job: int) -> None:
     for line in stream:
       with self._lock:
-        if line not in self._seen:
+        if progress_lib.is_engine_line(line):
+          self._progress.line(line, source=job)
+        elif line not in self._seen:
           self._seen.add(line)
-          sys.stderr.write(line)
-          sys.stderr.flush()
+          self._progress.message(line)
+    with self._lock:
+      self._progress.finish(job)
 
 
-def run(count: int, arguments: Sequence[str],
+def run(count: int, arguments: Sequence[str], progress: progress_lib.Progress | None = None,
         say: Callable[[str], None] = lambda line: print(line, file=sys.stderr)
         ) -> Report | int:
   """The merged report of ``count`` jobs running ``arguments`` (the check's flags), or the
   exit status to end with when a job fails to run (2 for a usage error, which the job has
-  printed)."""
-  lines = _Lines()
+  printed); ``progress`` shows the jobs' progress (default: counting no units)."""
+  progress = progress or progress_lib.Progress(())
+  lines = _Lines(progress)
   with tempfile.TemporaryDirectory(prefix="crossgrad-jobs-") as folder:
     paths = [os.path.join(folder, f"shard{i}.json") for i in range(count)]
     processes = [subprocess.Popen(
@@ -89,12 +102,14 @@ def run(count: int, arguments: Sequence[str],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, JOB_ENV: "1"})
                  for i, path in enumerate(paths)]
-    readers = [threading.Thread(target=lines.forward, args=(p.stderr,)) for p in processes]
+    readers = [threading.Thread(target=lines.forward, args=(p.stderr, i))
+               for i, p in enumerate(processes)]
     for reader in readers:
       reader.start()
     statuses = [p.wait() for p in processes]
     for reader in readers:
       reader.join()
+    progress.close()
     if 2 in statuses:
       return 2  # A usage error, which the jobs printed (once).
     crashed = [(i, s) for i, s in enumerate(statuses) if s not in (0, 1)]

@@ -41,6 +41,7 @@ from crossgrad.checker import grid
 from crossgrad.checker import html_report
 from crossgrad.checker import jobs
 from crossgrad.checker import keras_rows
+from crossgrad.checker import progress as progress_lib
 from crossgrad.checker import quiet
 from crossgrad.checker import selection
 from crossgrad.checker import shards
@@ -222,7 +223,8 @@ def _run() -> tuple[Report | int, dict | None]:
     started = time.perf_counter()
     verbosity = ("verbosity",) if flags.FLAGS["verbosity"].present else ()  # `quiet`.
     report = jobs.run(job_count, jobs.flag_arguments(
-        (*shards.ROW_FLAGS, "compile_cache", "cache_dir", *verbosity)))
+        (*shards.ROW_FLAGS, "compile_cache", "cache_dir", *verbosity)),
+        progress_lib.Progress(units))
     if not isinstance(report, int):
       report.seconds = time.perf_counter() - started
     return _diagnosed(report, ops), None
@@ -244,9 +246,9 @@ def _diagnosed(report: Report | int, ops) -> Report | int:
 
 
 # A process running the check holds about a million long-lived objects (three frameworks,
-# their traced and compiled programs), and each full collection walks them all: eleven
-# took 2.8 s of a warm shard's 25 s. One full collection per 100 of generation 1 (not 10)
-# made it two, 0.95 s; younger garbage is collected as often as before.
+# their traced and compiled programs), and each full collection walks them all: one per
+# 100 collections of generation 1 (Python's default: 10) makes them rare, while younger
+# garbage is collected as often as by default.
 GC_THRESHOLDS = (700, 10, 100)
 
 
@@ -267,15 +269,23 @@ def _run_here(ops, units, shard, tolerance, special) -> tuple[Report, dict | Non
     by_name = {op.name: op for op in ops}
     seconds = [shards.expected_seconds(u, by_name, modules, _MODES.value) for u in units]
     mine = shards.plan(units, seconds, count)[index]
-    print(f"[crossgrad] shard {index} of {count}: {len(mine)} of the check's {len(units)} "
-          "units of work", file=sys.stderr)
+    if not jobs.in_job():  # --jobs shows the whole check's progress instead.
+      print(f"[crossgrad] shard {index} of {count}: {len(mine)} of the check's {len(units)} "
+            "units of work", file=sys.stderr)
     identity = shards.identity(index, count, units,
                                {name: flags.FLAGS[name].value for name in shards.ROW_FLAGS})
-  report = engine.cross_check(
-      ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
-      modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
-      precision=_PRECISION.value, determinism=_DETERMINISM.value, units=mine,
-      progress=lambda line: print(line, file=sys.stderr, flush=True))
+  # A --jobs job passes every line on to the process showing the check's progress.
+  shown = None if jobs.in_job() else progress_lib.Progress(units if mine is None else mine)
+  try:
+    report = engine.cross_check(
+        ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
+        modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
+        precision=_PRECISION.value, determinism=_DETERMINISM.value, units=mine,
+        progress=shown.line if shown else lambda line: print(line, file=sys.stderr,
+                                                              flush=True))
+  finally:
+    if shown:
+      shown.close()
   if cache:
     print(compile_cache.summary(cache, compile_cache.stats(_BACKENDS.value)), file=sys.stderr)
   return report, identity

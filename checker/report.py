@@ -13,12 +13,9 @@ from crossgrad.checker.diagnosis.kinds import Diagnosis
 
 
 class Check(enum.StrEnum):
-  """Every kind of row (its ``check``): the one place to add one.
-
-  A new kind gets a member here, a line in `Row`'s docstring and in the table of
-  docs/cross-check.md, and, if it verifies nothing by itself, a place in `INFORMATIONAL`;
-  the grid, the table, JSON and HTML take kinds from the rows (a `str` enum: they print
-  and serialise as the plain strings).
+  """The built-in checks a row reports (its ``check``; the kinds that make them:
+  `crossgrad.checker.rows`). A `str` enum: rows print and serialise them as the plain
+  strings; a kind registered elsewhere names its checks with plain strings.
   """
 
   FD = "fd"
@@ -37,6 +34,7 @@ class Check(enum.StrEnum):
   SAMPLE = "sample"
 
 
+_BUILT_IN = {check.value: check for check in Check}
 # Rows that verify nothing by themselves; a report of only these checked nothing.
 INFORMATIONAL = (Check.SKIPPED, Check.DECLARED, Check.FD_FORWARD)
 OK, FAIL, ADVISORY = "ok", "FAIL", "ADVISORY"
@@ -46,7 +44,7 @@ OK, FAIL, ADVISORY = "ok", "FAIL", "ADVISORY"
 class Row:
   """One comparison: an op's forward, VJP or finite-difference check in one setting.
 
-  ``check`` (a `Check`) is one of:
+  ``check`` (a `Check`, or a kind's own name: `crossgrad.checker.rows`) is one of:
 
   * ``fd``: the reference backward against finite differences of the forward (of the
     surrogate for surrogate ops), float64;
@@ -81,7 +79,7 @@ class Row:
   device: str
   dtype: str
   mode: str
-  check: Check
+  check: Check | str
   error: float | None
   tolerance: float | None
   ok: bool
@@ -115,7 +113,18 @@ class RowContext:
           ok: bool = False, note: str = "", seconds: float = 0.0, ulps: float | None = None,
           advisory: str = "") -> Row:
     return Row(self.op, self.params, self.backend, self.device, self.dtype, self.mode,
-               Check(check), error, tolerance, ok, note, seconds, ulps, advisory)
+               as_check(check), error, tolerance, ok, note, seconds, ulps, advisory)
+
+
+def as_check(name: str) -> Check | str:
+  """A built-in check as its `Check` member, another (a registered kind's) as it is."""
+  return _BUILT_IN.get(name, name)
+
+
+def first_line(e: BaseException) -> str:
+  """An exception as a row's note: its type and the first line of its message."""
+  text = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
 
 
 _COLUMNS = ("op", "params", "backend", "device", "dtype", "mode", "check", "error", "ulps",
@@ -207,6 +216,6 @@ class Report:
         if isinstance(values.get(key), str):
           values[key] = float(values[key])
       diagnosis = values.get("diagnosis")
-      rows.append(Row(**{**values, "check": Check(values["check"]),
+      rows.append(Row(**{**values, "check": as_check(values["check"]),
                          "diagnosis": diagnosis and Diagnosis.from_dict(diagnosis)}))
     return cls(rows, data["seconds"], data["environment"])

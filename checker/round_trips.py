@@ -2,15 +2,17 @@
 
 ``jax2tf``: the JAX op converted to TensorFlow (`jax2tf.convert(with_gradient=True)`) runs in
 the TensorFlow backend, eagerly, differentiated by TF. Backends never load each other; the
-checker, which loads every backend, connects them as it loads the receiving one, and the
-sending one is loaded only when the mode runs.
+checker, which loads every backend, connects them as it loads the receiving one (its
+`add_round_trip`, `protocol.RoundTrips`), and the sending one is loaded only when the mode
+runs. What the checker may run in a backend, round trips included, is `capabilities`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Callable
 
-from crossgrad.backends import base
+from crossgrad.backends import base, protocol
 
 
 def _jax_to_tensorflow(op, params):
@@ -24,20 +26,45 @@ def _jax_precision(arrays):
   return base.load("jax").precision_scope(arrays)
 
 
-# mode -> (the backend whose op it runs, the backend that runs it, the op's function there,
-# the scope it runs in, why the receiver's forward mode does not apply to it).
+@dataclasses.dataclass(frozen=True)
+class RoundTrip:
+  """An export mode that runs one backend's op in another."""
+
+  sender: str  # The backend whose op it runs.
+  receiver: str  # The backend that runs it.
+  function: Callable[[Any, dict], Callable[..., Any]]  # (op, params) -> the op there.
+  precision_scope: Callable[[Any], Any]  # The scope of its inputs.
+  no_forward_mode: str  # Why the receiver's forward mode does not apply to it.
+
+
 ROUND_TRIPS = {
-    "jax2tf": ("jax", "tensorflow", _jax_to_tensorflow, _jax_precision,
-               "jax2tf.convert(with_gradient=True) attaches the JAX op's VJP with "
-               "tf.custom_gradient; TF's forward mode differentiates the converted forward"),
+    "jax2tf": RoundTrip("jax", "tensorflow", _jax_to_tensorflow, _jax_precision,
+                        "jax2tf.convert(with_gradient=True) attaches the JAX op's VJP with "
+                        "tf.custom_gradient; TF's forward mode differentiates the converted "
+                        "forward"),
 }
 
 
 def connect(name: str, module: Any) -> None:
   """Adds to backend ``name`` (loaded as ``module``) the round trips it runs."""
-  for mode, (_, receiver, function, scope, no_forward_mode) in ROUND_TRIPS.items():
-    if receiver == name and mode not in module.EXTRA_MODES:
-      module.add_round_trip(mode, function, scope, no_forward_mode)
+  add = protocol.capabilities(module).add_round_trip
+  for mode, trip in ROUND_TRIPS.items():
+    if trip.receiver == name and add is not None:
+      add(mode, trip.function, trip.precision_scope)
+
+
+def capabilities(module: Any) -> protocol.Capabilities:
+  """``module``'s optional members (`protocol.capabilities`), with the round trips it runs
+  (`connect`) among its export modes, their forward mode unsupported."""
+  own = protocol.capabilities(module)
+  received = {mode: trip for mode, trip in ROUND_TRIPS.items()
+              if trip.receiver == module.NAME and own.add_round_trip is not None}
+  if not received:
+    return own
+  no_forward_mode = {("jvp", mode): trip.no_forward_mode for mode, trip in received.items()}
+  return dataclasses.replace(
+      own, EXTRA_MODES=own.EXTRA_MODES + tuple(m for m in received if m not in own.EXTRA_MODES),
+      UNSUPPORTED_CHECKS={**own.UNSUPPORTED_CHECKS, **no_forward_mode})
 
 
 def narrows_integers(module: Any, mode: str) -> bool:
@@ -45,5 +72,5 @@ def narrows_integers(module: Any, mode: str) -> bool:
   ``NARROWED_INTEGERS`` (JAX without x64), or in a round trip the sending backend's (jax2tf
   runs JAX's op)."""
   trip = ROUND_TRIPS.get(mode)
-  sender = base.load(trip[0]) if trip is not None and trip[1] == module.NAME else module
-  return getattr(sender, "NARROWED_INTEGERS", False)
+  sender = base.load(trip.sender) if trip is not None and trip.receiver == module.NAME else module
+  return protocol.capabilities(sender).NARROWED_INTEGERS

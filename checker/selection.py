@@ -14,8 +14,10 @@ import os
 import sys
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
 from crossgrad.backends import base
-from crossgrad.checker import round_trips
+from crossgrad.checker import compare, round_trips
 from crossgrad.registry import op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
@@ -85,8 +87,9 @@ def _device_names(modules: dict[str, Any]) -> list[str]:
   return ["all"] + platforms + found
 
 
-def check_dtypes(dtypes: Sequence[str], *, flags: bool = False):
-  """Raises a `CrossgradError` for an unknown dtype, or none (no backend needed)."""
+def check_dtypes(dtypes: Sequence[str], *, flags: bool = False) -> dict[str, np.dtype]:
+  """The dtypes by name, resolved (`compare.dtype_of`); a `CrossgradError` for an unknown
+  one, or none (no backend needed)."""
   for value in dtypes:
     if value not in DTYPES:
       raise unknown(_name("dtypes", flags), value, DTYPES)
@@ -96,13 +99,16 @@ def check_dtypes(dtypes: Sequence[str], *, flags: bool = False):
     raise CrossgradError("bfloat16 needs ml_dtypes (NumPy's bfloat16)",
                          argument=_name("dtypes", flags), actual="'bfloat16'",
                          hint="pip install ml_dtypes (JAX and TensorFlow install it)")
+  return {name: compare.dtype_of(name) for name in dtypes}
 
 
 def check(opdefs: Sequence[OpDef], modules: dict[str, Any], dtypes: Sequence[str],
-          devices: str | Sequence[str], modes: Sequence[str] | None, *, flags: bool = False):
-  """Raises a `CrossgradError` for an unknown dtype, device or mode, or an empty selection."""
+          devices: str | Sequence[str], modes: Sequence[str] | None, *,
+          flags: bool = False) -> dict[str, np.dtype]:
+  """The dtypes by name, resolved (`check_dtypes`); a `CrossgradError` for an unknown
+  dtype, device or mode, or an empty selection."""
   del opdefs  # Checked by `ops`; here for symmetry with what `cross_check` runs.
-  check_dtypes(dtypes, flags=flags)
+  resolved = check_dtypes(dtypes, flags=flags)
   wanted = [devices] if isinstance(devices, str) else list(devices)
   valid = _device_names(modules)
   for value in wanted:
@@ -111,14 +117,15 @@ def check(opdefs: Sequence[OpDef], modules: dict[str, Any], dtypes: Sequence[str
   if not wanted:
     raise nothing_to_check(_name("devices", flags), "no device selected")
   every_mode = [m for module in modules.values() or [base.load("numpy")]
-                for m in (*module.MODES, *getattr(module, "EXTRA_MODES", ()),
-                          *getattr(module, "TRANSFORMS", ()))]
+                for optional in [round_trips.capabilities(module)]
+                for m in (*module.MODES, *optional.EXTRA_MODES, *optional.TRANSFORMS)]
   every_mode = list(dict.fromkeys(every_mode))
   for value in modes or ():
     if value not in every_mode:
       raise unknown(_name("modes", flags), value, every_mode)
   if modes is not None and not modes:
     raise nothing_to_check(_name("modes", flags), "no mode selected")
+  return resolved
 
 
 def load_module(spec: str, *, argument: str = "--module"):

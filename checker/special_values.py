@@ -67,9 +67,8 @@ def policy(special: bool | str, argument: str = "special") -> str | None:
 _floating = compare.is_floating
 
 
-def values(op: OpDef, params: dict, dtype: str) -> np.ndarray:
+def values(op: OpDef, params: dict, dtype: np.dtype) -> np.ndarray:
   """The special values for ``op`` at ``params`` in ``dtype``, most telling first, unique."""
-  dtype = compare.dtype_of(dtype)
   info = compare.finfo(dtype)
   found = [np.nan, np.inf, -np.inf, -0.0, 0.0, info.max, -info.max, info.tiny, -info.tiny]
   for edge in (op.edge_samples(**params) if op.edge_samples is not None else ()):
@@ -86,7 +85,7 @@ def values(op: OpDef, params: dict, dtype: str) -> np.ndarray:
 
 
 def special_inputs(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
-                   dtype: str) -> list[np.ndarray]:
+                   dtype: np.dtype) -> list[np.ndarray]:
   """``inputs`` (already in ``dtype``) with the special values written over their start."""
   specials = values(op, params, dtype)
   n = len(specials)
@@ -116,7 +115,7 @@ def _read_as_zero(x: np.ndarray) -> np.ndarray:
 
 
 @dataclasses.dataclass(frozen=True)
-class Case:
+class SpecialCase:
   """Special inputs, one cotangent, the reference's outputs and cotangents for them (one
   list, ``expected``, named by ``names``). What only a failing comparison needs is
   computed on first use, once for every row: the op's declared alternatives to
@@ -166,16 +165,16 @@ def _reference(op, params, inputs, reference, cotangent=None):
   return [*outputs, *cotangents], cotangent
 
 
-def prepare(op: OpDef, params: dict, inputs: Sequence[np.ndarray], dtype: str, reference,
-            seed: int) -> Case:
+def prepare(op: OpDef, params: dict, inputs: Sequence[np.ndarray], dtype: np.dtype, reference,
+            seed: int) -> SpecialCase:
   """The reference on the special version of ``inputs``; raises what the reference raises."""
   special = special_inputs(op, params, inputs, dtype)
-  rng = np.random.default_rng([seed, zlib.crc32(f"special {dtype}".encode())])
+  rng = np.random.default_rng([seed, zlib.crc32(f"special {dtype.name}".encode())])
   expected, cotangent = _reference(
       op, params, special, reference,
       lambda o: finite_diff.uniform(rng, o.shape, o.dtype))
   names = [f"output {i}" for i in range(len(cotangent))] + [f"d{n}" for n in op.input_names]
-  return Case(op, params, reference, list(inputs), special, cotangent, expected, names,
+  return SpecialCase(op, params, reference, list(inputs), special, cotangent, expected, names,
               _typical(expected))
 
 
@@ -227,7 +226,7 @@ def _declared(op: OpDef, kind: str) -> str:
   return f"declared difference: {SPECIAL_DIFFERENCES[kind]} ({op.special_differences[kind]})"
 
 
-def row(op: OpDef, params: dict, context: RowContext, module: Any, case: Case,
+def row(op: OpDef, params: dict, context: RowContext, module: Any, case: SpecialCase,
         tolerance: float, bitwise: bool, strict: bool = False) -> Row:
   """Runs ``module`` on the special inputs and compares everything with the reference;
   divergences at special elements are advisory unless ``strict``."""
@@ -260,9 +259,7 @@ def row(op: OpDef, params: dict, context: RowContext, module: Any, case: Case,
     alternative = compare.compare(actual, expected, case.names, tolerance, elementwise=True,
                                   relaxations=relaxations, typical=typical)
     if alternative.ok:
-      result = dataclasses.replace(
-          alternative, ulps=result.ulps,
-          note=f"{what}; strictly {result.note.split(': ', 1)[1]}")
+      result = alternative.instead_of(result, what)
       break
   seconds = time.perf_counter() - start
   if result.ok or strict:
@@ -271,7 +268,7 @@ def row(op: OpDef, params: dict, context: RowContext, module: Any, case: Case,
   return _judged(context, actual, case, tolerance, bitwise, relaxations, result, seconds)
 
 
-def _judged(context: RowContext, actual, case: Case, tolerance: float, bitwise: bool,
+def _judged(context: RowContext, actual, case: SpecialCase, tolerance: float, bitwise: bool,
             relaxations, result: compare.Comparison, seconds: float) -> Row:
   """A failing comparison judged by the policy: advisory if only special elements differ,
   else failing, its error and note from the other elements."""

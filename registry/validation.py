@@ -220,8 +220,8 @@ def concrete_bounds(x: Any) -> tuple[Any, Any] | None:
   known here; None while ``x`` is traced, as `concrete_values`, or when it is empty.
 
   For range checks on every eager call: a backend may reduce in the framework
-  (`register_bounds_reader`), which spares its eager step a round trip through NumPy (on
-  CPU a NumPy reduction between torch kernels cost an eager torch step ~20 us)."""
+  (`register_bounds_reader`), which spares its eager step a round trip through NumPy (a
+  NumPy reduction between torch kernels is a large part of a small eager torch step)."""
   for reader in _BOUNDS_READERS:
     bounds = reader(x)
     if bounds is not NotImplemented:

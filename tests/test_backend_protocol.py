@@ -1,11 +1,16 @@
 """The written backend protocol is enough to add a framework: a toy backend built from it
 alone (tests/toy_backends.py) is cross-checked like the built-in ones, and a wrong one is caught."""
 
+import collections.abc
+import copy
+import dataclasses
+
 import numpy as np
 import pytest
 
 import crossgrad as cg
 from crossgrad.backends import base, protocol
+from crossgrad.checker import round_trips, selection
 import toy_backends
 
 
@@ -66,6 +71,49 @@ def test_builtin_backends_implement_the_protocol():
     assert isinstance(base.load(name), protocol.Backend), name
   for name in ("tensorflow", "jax"):
     assert isinstance(base.load(name), protocol.HigherOrder), name
+
+
+def _is_modes(value) -> bool:
+  return isinstance(value, tuple) and all(isinstance(m, str) for m in value)
+
+
+@pytest.mark.parametrize("name", ["numpy", "tensorflow", "jax", "torch"])
+def test_every_backend_module_matches_the_protocol(name):
+  """Required members present, every optional one of its declared type (the default's),
+  unsupported checks naming higher-order checks in modes the backend has."""
+  module = base.load(name)
+  assert isinstance(module, protocol.Backend), name
+  assert _is_modes(module.MODES) and module.MODES[0] == "eager"
+  optional = protocol.capabilities(module)
+  for field in dataclasses.fields(protocol.Capabilities):
+    value, default = getattr(optional, field.name), getattr(protocol.Capabilities(), field.name)
+    if field.name.isupper():
+      assert isinstance(value, collections.abc.Mapping if isinstance(default, dict)
+                        else type(default)), (name, field.name, value)
+    else:
+      assert value is None or callable(value), (name, field.name)
+  assert _is_modes(optional.EXTRA_MODES) and _is_modes(optional.TRANSFORMS)
+  for check, mode in optional.UNSUPPORTED_CHECKS:
+    assert check in ("jvp", "second_order") and mode in module.MODES + optional.EXTRA_MODES
+  assert (optional.evaluate_higher_order is None) == (not isinstance(module,
+                                                                      protocol.HigherOrder))
+
+
+def _constants(module) -> dict:
+  names = [m for m in protocol.MEMBERS + protocol.OPTIONAL_MEMBERS if m.isupper()]
+  return {m: copy.deepcopy(getattr(module, m)) for m in names if hasattr(module, m)}
+
+
+def test_round_trips_join_through_an_api_not_by_changing_constants():
+  """Loading backends for a check connects jax2tf to TensorFlow: the checker sees the mode
+  and its unsupported forward mode, the backend module's constants stay as imported."""
+  tensorflow = base.load("tensorflow")
+  before = _constants(tensorflow)
+  selection.backends(["tensorflow", "jax"])
+  optional = round_trips.capabilities(tensorflow)
+  assert "jax2tf" in optional.EXTRA_MODES and ("jvp", "jax2tf") in optional.UNSUPPORTED_CHECKS
+  assert _constants(tensorflow) == before
+  assert "jax2tf" not in protocol.capabilities(tensorflow).EXTRA_MODES
 
 
 def test_toy_backend_cross_checks_green(toy):
@@ -146,8 +194,8 @@ def test_a_registered_backend_claims_its_arrays(toy):
 @pytest.mark.parametrize("name", ["numpy", "tensorflow", "jax", "torch"])
 def test_a_backend_keeps_no_reference_to_the_arrays_it_ran_on(name):
   """Backends keep compiled runners between calls (`base.compiled`); a runner that held
-  the arrays of its first call would keep them for the life of the process (a check at a
-  million elements kept tens of megabytes this way)."""
+  the arrays of its first call would keep them for the life of the process (tens of
+  megabytes in a check at a million elements)."""
   import gc  # pylint: disable=g-import-not-at-top
   import weakref  # pylint: disable=g-import-not-at-top
   module, op, rng = base.load(name), cg.get("leaky_relu"), np.random.default_rng(0)
@@ -160,12 +208,12 @@ def test_a_backend_keeps_no_reference_to_the_arrays_it_ran_on(name):
 
   for mode in module.MODES:
     module.evaluate(op, {}, [fresh(5)], [fresh(5)], device="cpu:0", mode=mode)
-    unsupported = getattr(module, "UNSUPPORTED_CHECKS", {})
+    unsupported = protocol.capabilities(module).UNSUPPORTED_CHECKS
     if isinstance(module, protocol.HigherOrder) and not {
         ("jvp", mode), ("second_order", mode)} <= unsupported.keys():
       module.evaluate_higher_order(op, {}, [fresh(5)], [fresh(5)], [fresh(5)], [fresh(5)],
                                    device="cpu:0", mode=mode)
-  for transform in getattr(module, "TRANSFORMS", ()):
+  for transform in protocol.capabilities(module).TRANSFORMS:
     module.evaluate_transformed(op, {}, [fresh(2, 5)], [fresh(2, 5)], device="cpu:0",
                                 transforms=[transform])
   gc.collect()

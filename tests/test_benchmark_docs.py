@@ -100,7 +100,7 @@ def test_a_new_benchmark_renders_without_code(tmp_path):
   text = docs_tables.page(tmp_path, tmp_path / "page.md")
   assert "## `zz_new`: Torch overhead\n" in text and "| leaky_relu | 1.1 |" in text
   assert "### By size\n" in text and "| by_size 1 | ms |" in text and "| 1000 | 0.5 |" in text
-  assert "| repeats | 3 |" in text and "| zz_ratio | 1.25 |" in text
+  assert "| repeats | 3 |" in text and "## Targets" not in text  # zz_new sets none.
   assert "ran for 3 s; load average 1m: 1." in text  # Its own load, not the machine's.
   assert "| accelerator | none |" in text and "| torch | 2.13.0 |" in text
   assert "Measured on 2030-01-02" in text and "**quick**" in text
@@ -115,3 +115,24 @@ def test_the_intro_is_the_module_docstring_without_its_commands():
   assert not intro.endswith(":")
   intro = docs_tables._docstring("check_cost")  # Its command goes on to a second line.
   assert intro.startswith("What checking costs") and "--threads" not in intro.split("\n\n")[1]
+
+
+def test_targets_one_direction_per_table_and_notes_as_a_dated_list(tmp_path):
+  env = {"python": "3.11.7", "cpus": 2}
+  _write(tmp_path, "summary", {"environment": env, "seconds": {"check_cost": 1.0}})
+  _write(tmp_path, "check_cost", {
+      "environment": env, "remeasured": ["2030-01-02: the scaling rows"],
+      "check_cost": [{"figure": "cold s", "value": 75.0, "target": 60.0, "met": False},
+                     {"figure": "warm / cold", "value": 0.3, "target": 0.4, "met": True}]})
+  _write(tmp_path, "tf1_idiom", {"environment": env, "target_speedup_at_1M": 4.0, "rows": [
+      {"elements": 1000, "speedup": 9.0}, {"elements": 1000000, "speedup": 3.0}]})
+  text = docs_tables.page(tmp_path, tmp_path / "page.md")
+  assert ("| figure | target (at most) | measured (lower is better) | met |\n"
+          "| --- | ---: | ---: | --- |\n"
+          "| check_cost: cold s | 60 | 75 | no |\n"
+          "| check_cost: warm / cold | 0.4 | 0.3 | yes |\n") in text
+  assert ("| figure | target (at least) | measured (higher is better) | met |\n"
+          "| --- | ---: | ---: | --- |\n"  # The 1M row only: 3 < 4.
+          "| tf1_idiom: best speedup over the TF1 idiom at 1M elements | 4 | 3 | no |\n") in text
+  assert "Re-measured since:\n\n- 2030-01-02: the scaling rows\n" in text
+  assert "| remeasured |" not in text

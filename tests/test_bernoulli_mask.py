@@ -35,7 +35,7 @@ def _inputs(shapes, dtype, seed=0):
 
 
 def _expected(p, features, u, g):
-  """The issue's formulas, written directly in NumPy."""
+  """The op's formulas, written directly in NumPy."""
   m = (u < p).astype(features.dtype)
   out = m * features
   full = np.broadcast_shapes(p.shape, features.shape)

@@ -1,4 +1,4 @@
-"""The cheap forms of ``xp`` functions (issue 27: every mode as fast as hand-written) keep the
+"""The cheap forms of ``xp`` functions (every mode as fast as hand-written) keep the
 standard's special cases: ``xp.sign`` is TensorFlow's ``Sign`` alone outside XLA and
 torch's ``sign`` with one float ``clamp`` for NaN (eagerly on CPU), and still gives NaN for
 NaN, +0 for both zeros and +-1 for +-inf, eagerly, in graphs, under XLA, compiled and

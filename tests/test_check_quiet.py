@@ -18,7 +18,7 @@ def test_default_run_is_quiet_and_verbosity_brings_the_messages_back():
   quiet = _check()
   assert quiet.returncode == 0, quiet.stderr
   assert not [word for word in NOISE if word in quiet.stderr + quiet.stdout], quiet.stderr
-  assert "leaky_relu alpha=0.2 float32 jax cpu:0 jit" in quiet.stderr  # Progress still shows.
+  assert "leaky_relu alpha=0.2: finite differences" in quiet.stderr  # Progress still shows.
   assert "0 failing" in quiet.stdout
   loud = _check("--verbosity=0")
   assert any(word in loud.stderr for word in NOISE), loud.stderr
@@ -48,7 +48,9 @@ def test_a_user_module_checked_in_torch_compile_prints_no_traceback(tmp_path):
       capture_output=True, text=True, env=env, check=False, cwd=tmp_path)
   output = done.stdout + done.stderr
   assert done.returncode == 0, output
-  assert "user_triple - float32 torch cpu:0 compile" in done.stderr  # It did compile.
+  header, line = [l.split() for l in done.stdout.splitlines()
+                  if l.startswith(("op ", "user_triple "))]
+  assert header[-1] == "compile" and line[-2] == "ok"  # It did compile.
   for word in ("Traceback", "Failed to pickle", "CrossgradError", "Warning", "WARNING"):
     assert word not in output, output
 

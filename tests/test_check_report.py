@@ -64,6 +64,16 @@ def test_a_cell_with_skipped_and_passing_rows_is_ok():
   assert cell.status == "ok" and cell.text() == "ok 4.0e-06"
 
 
+def test_a_declared_gradient_cell_says_declared_without_an_error():
+  declared = _row(backend="numpy", mode="-", check="declared", error=1.4, tolerance=None)
+  cell = grid.summarize([declared])
+  assert cell.status == "declared" and cell.text() == "declared" and cell.worst is declared
+  assert "error 1.4e+00" in cell.detail()  # The tooltip still names the row.
+  # Beside a row that verifies something, the declared row is informational.
+  cell = grid.summarize([declared, _row(backend="numpy", mode="-", check="fd", error=2e-9)])
+  assert cell.text() == "ok 2.0e-09"
+
+
 def test_text_report_order():
   text = grid.text_report(_report())
   lines = text.splitlines()

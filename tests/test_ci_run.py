@@ -33,3 +33,19 @@ def test_a_failing_step_of_the_test_command_fails_the_run(tmp_path):
   done = _run_ci(tmp_path, "touch checked", "false && touch tested")
   assert done.returncode != 0, done.stdout + done.stderr
   assert (tmp_path / "checked").exists()
+
+
+def test_a_line_ending_in_a_backslash_continues_the_command(tmp_path):
+  first = "touch venv \\\n  && touch installed \\\n  && touch checked"
+  # The second command fails at its end, so the run stops before CI's Bazel step.
+  done = _run_ci(tmp_path, first, "touch tested \\\n  && false")
+  assert done.returncode != 0, done.stdout + done.stderr
+  assert "+ touch venv   && touch installed   && touch checked\n" in done.stdout
+  assert all((tmp_path / name).exists() for name in ("venv", "installed", "checked", "tested"))
+
+
+def test_a_failing_step_of_a_continued_command_stops_before_the_tests(tmp_path):
+  done = _run_ci(tmp_path, "touch venv \\\n  && false \\\n  && touch checked", "touch tested")
+  assert done.returncode != 0, done.stdout + done.stderr
+  assert (tmp_path / "venv").exists() and not (tmp_path / "checked").exists()
+  assert not (tmp_path / "tested").exists()

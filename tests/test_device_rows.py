@@ -11,7 +11,7 @@ import pytest
 import crossgrad as cg
 from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
-from crossgrad.checker import engine
+from crossgrad.checker.rows import backend_rows
 from crossgrad.checker.report import RowContext
 
 NAMES = ["output 0", "dx"]
@@ -97,7 +97,7 @@ def test_device_row_fails_when_devices_disagree():
   context = RowContext("leaky_relu", "-", "jax", "cpu:1", "float32", "jit")
   outputs = (np.ones((2, 3), np.float32),)
   first = ("cpu:0", (outputs, (np.full((2, 3), 0.2, np.float32),)))
-  row = engine._device_row  # pylint: disable=protected-access
+  row = backend_rows.device_row
   same = row(context, (outputs, (np.full((2, 3), 0.2, np.float32),)), first, NAMES, 1e-5)
   differs = row(context, (outputs, (np.full((2, 3), 0.21, np.float32),)), first, NAMES, 1e-5)
   assert same.ok and same.error == 0 and same.note == "vs cpu:0: bitwise equal"

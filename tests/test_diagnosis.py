@@ -11,6 +11,7 @@ import pytest
 
 import crossgrad as cg
 from crossgrad.checker import engine, grid
+from crossgrad.checker.rows import finite_differences
 from crossgrad.checker.diagnosis import backward, causes
 from crossgrad.checker.diagnosis.kinds import Kind
 from crossgrad.checker.report import Report
@@ -233,7 +234,7 @@ def _hilbert(rng):
 def test_a_right_backward_of_an_ill_conditioned_forward_is_not_called_wrong():
   op = _op("hilbert", _inverse, _inverse_backward, _hilbert)
   a, = engine._sample(op, 0, {})
-  rows = engine.finite_difference_rows(op, {}, [a])
+  rows = finite_differences.finite_difference_rows(op, {}, [a])
   assert not rows[0].ok  # float64 finite differences lose the digits.
   diagnosis = backward.diagnose(op, {}, [a])
   assert (diagnosis.kind, diagnosis.input) == (Kind.ILL_CONDITIONED, "a")
@@ -295,7 +296,7 @@ def test_a_surrogate_op_is_diagnosed_against_its_surrogate():
 def test_no_finite_derivative_claims_nothing():
   op = _op("log", lambda xp, x: (xp.log(x), (x,)), lambda xp, r, g: (2 * g / r[0],),
            lambda rng: (np.array([1e-39, 2.0]),))
-  assert not engine.finite_difference_rows(op, {}, engine._sample(op, 0, {}))[0].ok
+  assert not finite_differences.finite_difference_rows(op, {}, engine._sample(op, 0, {}))[0].ok
   assert backward.diagnose(op, {}, engine._sample(op, 0, {})) is None  # Steps reach x < 0.
 
 

@@ -20,7 +20,7 @@ import pytest
 from crossgrad.distributed import launch
 from crossgrad.examples import data_parallel
 
-BOUND = 60  # Seconds the launcher may take to report a fault (the promise).
+BOUND = 60  # Seconds the launcher may take to report a fault: within a minute.
 TICKER = [sys.executable, "-u", "-c",
           "import time\nwhile True:\n  print('tick', flush=True)\n  time.sleep(0.2)"]
 

@@ -3,7 +3,7 @@ and mode, whatever value it holds (inf and NaN included).
 
 XLA rewrites ``convert(mask) * x`` into ``select(mask, x, 0)``, so an op that multiplies by
 a 0/1 mask gives NaN (0 * inf) in NumPy and eager frameworks but 0 under XLA - a
-cross-check that is red on one CPU and green on another (issue 33). The built-in masks are
+cross-check that is red on one CPU and green on another. The built-in masks are
 written as ``xp.where``; these properties hold them to it on special values drawn by
 Hypothesis, against the formula written directly in NumPy.
 """

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad import layers
-from crossgrad.checker import engine
+from crossgrad.checker.rows import finite_differences
 
 
 def _data(seed=0):
@@ -97,7 +97,7 @@ def test_finite_differences_catch_a_planted_unmasked_gradient():
   planted = dataclasses.replace(op, name="planted_positive_matmul", backward=unmasked)
   rng = np.random.default_rng(0)
   inputs = op.sample(rng)
-  (row,) = engine.finite_difference_rows(planted, {}, inputs)
+  (row,) = finite_differences.finite_difference_rows(planted, {}, inputs)
   assert not row.ok and row.error > 0.1
 
 

@@ -29,7 +29,7 @@ def _sample(rng):
 
 def test_values_are_the_generic_ones_then_edges_with_neighbours():
   op = cg.OpDef("t_edges", _leaky, _leaky_backward, edge_samples=lambda: (0.5, 0.0))
-  got = special_values.values(op, {}, "float32")
+  got = special_values.values(op, {}, np.dtype(np.float32))
   info = np.finfo(F32)
   half = F32(0.5)
   want = [np.nan, np.inf, -np.inf, -0.0, 0.0, info.max, -info.max, info.tiny, -info.tiny,
@@ -43,10 +43,10 @@ def test_values_are_the_generic_ones_then_edges_with_neighbours():
 def test_special_inputs_align_then_cross_and_keep_integers():
   op = cg.OpDef("t_pair", lambda xp, a, b, i: (a + b, ()), lambda xp, r, g: (g, g, None),
                 nondiff=("i",))
-  n = len(special_values.values(op, {}, "float64"))
+  n = len(special_values.values(op, {}, np.dtype(np.float64)))
   a, b, i = np.ones(2 * n + 3), np.full(4, 7.0), np.arange(5, dtype=np.int32)
-  sa, sb, si = special_values.special_inputs(op, {}, [a, b, i], "float64")
-  specials = special_values.values(op, {}, "float64")
+  sa, sb, si = special_values.special_inputs(op, {}, [a, b, i], np.dtype(np.float64))
+  specials = special_values.values(op, {}, np.dtype(np.float64))
   np.testing.assert_array_equal(sa[:n], specials)  # Aligned block.
   np.testing.assert_array_equal(sa[n:2 * n], np.roll(specials, -1))  # Crossed block.
   np.testing.assert_array_equal(sa[2 * n:], [1.0, 1.0, 1.0])  # The sample stays.
@@ -116,7 +116,7 @@ def test_a_difference_at_a_nan_input_is_advisory_by_default_and_fails_when_stric
   strict = cg.cross_check([op], dtypes=["float32"], modes=["eager"], special="strict")
   assert {(r.backend, r.check) for r in strict.failures} == {("jax", "special")}
   (failure,) = strict.failures
-  (x,) = special_values.special_inputs(op, {}, [np.zeros((6, 8))], "float32")
+  (x,) = special_values.special_inputs(op, {}, [np.zeros((6, 8))], np.dtype(np.float32))
   nan_at = {f"worst: dx[{i}, {j}]: " for i, j in np.argwhere(np.isnan(x))}
   assert len(nan_at) == 2 and failure.note[:len("worst: dx[0, 0]: ")] in nan_at
 
@@ -147,7 +147,7 @@ def test_special_elements_follow_dependence_on_special_inputs():
                 sample=lambda rng: (rng.standard_normal((40, 3)),))
   reference = base.load("numpy")
   (sampled,) = op.sample(np.random.default_rng(0))
-  case = special_values.prepare(op, {}, [sampled], "float64", reference, 0)
+  case = special_values.prepare(op, {}, [sampled], np.dtype(np.float64), reference, 0)
   (x,) = case.inputs
   info = np.finfo(np.float64)
   extreme = (~np.isfinite(x) | (np.abs(x) == info.max) | (np.abs(x) == info.tiny)).any(1)

@@ -50,8 +50,8 @@ def test_python_scalars_take_the_array_dtype():
 
 @pytest.mark.parametrize("other", [None, "2", [1.0, 2.0], object()])
 def test_an_operand_that_is_no_array_or_scalar_is_pythons_type_error(other):
-  """As NumPy says it (a data-dependent size is None in a graph: ``x / y.shape[0]``);
-  it used to be an AttributeError from inside the namespace."""
+  """As NumPy says it (a data-dependent size is None in a graph: ``x / y.shape[0]``), not
+  an error from inside the namespace."""
   x = _array(np.array([1.0, 2.0], np.float32))
   for apply in (lambda: x / other, lambda: other / x, lambda: x - other, lambda: x ** other):
     with pytest.raises(TypeError, match="unsupported operand type"):

@@ -27,7 +27,7 @@ def test_a_wrong_translation_is_caught(monkeypatch):
   assert coverage.classify(case)[0] == "wrong"
 
 
-def test_the_issues_op_types_translate_and_tfs_registry_is_read():
+def test_the_legacy_op_types_translate_and_tfs_registry_is_read():
   from crossgrad.tf1 import handlers  # pylint: disable=g-import-not-at-top
   needed = {"Tile", "Cumsum", "SqrtGrad", "RsqrtGrad", "DivNoNan", "IsFinite", "Slice",
             "StridedSliceGrad", "ScatterNd", "TopKV2", "Sin", "Cos", "Sinh", "Cosh", "Softmax",

@@ -442,8 +442,8 @@ def test_a_misuse_under_torch_compile_names_the_crossgrad_error():
   """An integer input to a differentiable argument, compiled: by default Dynamo runs the
   failing call eagerly and the CrossgradError itself reaches the caller; with
   fullgraph=True Dynamo lets no exception out of traced code, and its error names the
-  CrossgradError and its problem (it used to report that it could not build the error),
-  and the force_eager stance shows the whole message."""
+  CrossgradError and its problem (not that it could not build the error), and the
+  force_eager stance shows the whole message."""
   fn = cg.torch.get("leaky_relu")
   x = torch.ones(3, dtype=torch.int32)
   with pytest.raises(cg.CrossgradError, match=r"op 'leaky_relu' \(torch\), input 'x': a "

@@ -489,8 +489,8 @@ def _check_options(name: str, kind: str, stateful: bool, jax_backward: str) -> N
 
 
 def _check_gradient(name: str, gradient: str | None) -> None:
-  """A port has no surrogate: its legacy gradient is the specification. Ports written
-  with ``gradient="surrogate"`` (accepted before a surrogate was required) need "declared"."""
+  """A port has no surrogate: its legacy gradient is the specification, so a port with
+  ``gradient="surrogate"`` is refused with a hint to say "declared"."""
   if gradient == "surrogate":
     raise CrossgradError(
         "a port cannot declare gradient='surrogate': it has no surrogate function, its legacy "

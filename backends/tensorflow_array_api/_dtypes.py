@@ -191,8 +191,8 @@ _INT32_MIN, _INT32_MAX = -2**31, 2**31 - 1
 def _host_ints(values):
   """Ints an op reads from host memory (axes, a permutation, a shape): eagerly one kept int32
   tensor per tuple, since given a list TF's eager fast path refuses it and converts it on
-  every call (a transpose of a small matrix: 94 against 44 us on one EPYC core; a reshape 47
-  against 10); in a graph, or past int32's range, the list, which becomes a constant once."""
+  every call (for a small transpose or reshape, costlier than the op); in a graph, or past
+  int32's range, the list, which becomes a constant once."""
   if not tf.executing_eagerly():
     return values
   return base.interned(_HOST_INTS, tuple(_py_int(v) for v in values), _new_host_ints,

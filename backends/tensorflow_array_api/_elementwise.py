@@ -335,7 +335,7 @@ def floor_divide(x1, x2, /):
     return tf.where(zero, tf.zeros_like(x1), tf.math.floordiv(x1, safe))
   # Piecewise constant: its derivative is zero, as TF's own FloorDiv gradient says. From
   # constants, so neither a tape nor a forward accumulator differentiates the TruncateMod
-  # inside, which TF has no gradient for (forward mode through it raised LookupError).
+  # inside, which TF has no gradient for (forward mode through it would raise).
   x1, x2 = tf.stop_gradient(x1), tf.stop_gradient(x2)
   finite = tf.logical_and(tf.logical_and(tf.math.is_finite(x1), tf.math.is_finite(x2)),
                           tf.not_equal(x2, 0))

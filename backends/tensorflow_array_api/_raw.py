@@ -2,8 +2,8 @@
 
 `tf.cast`, `tf.math.abs`, `tf.math.sign`, `tf.math.multiply`, `tf.where`, `tf.reduce_sum` and
 `tf.linalg.matmul` convert their arguments, look at dtypes and ranks, dispatch on types and
-promote WeakTensors before they run one op: 3 to 14 us per eager call on a CPU core (nothing
-once a graph is traced), as much as the op itself for 1,000 elements. The namespace has
+promote WeakTensors before they run one op: eagerly as much work as the op itself on a
+thousand elements (nothing once a graph is traced). The namespace has
 already made their arguments tensors of the right dtype, so that work decides nothing there;
 these run the same op through `tf.raw_ops`: the same kernel, the same registered gradient,
 the same values in every mode. Each says where its caller must not use it.

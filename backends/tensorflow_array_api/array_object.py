@@ -94,7 +94,124 @@ class Array:
     with tf.device(device):
       return Array(tf.identity(self.tensor))
 
-  # Conversions (eager only, as for tf.Tensor).
+  # Arithmetic operators: TensorFlow's op at once where no promotion is needed (`_fast`).
+  def __add__(self, other, /):
+    return _fast(self, other, tf.math.add, "add")
+
+  def __radd__(self, other, /):
+    return _fast_reflected(self, other, tf.math.add, "add")
+
+  def __sub__(self, other, /):
+    return _fast(self, other, tf.math.subtract, "subtract")
+
+  def __rsub__(self, other, /):
+    return _fast_reflected(self, other, tf.math.subtract, "subtract")
+
+  def __mul__(self, other, /):
+    return _fast(self, other, tf.math.multiply, "multiply")
+
+  def __rmul__(self, other, /):
+    return _fast_reflected(self, other, tf.math.multiply, "multiply")
+
+  def __truediv__(self, other, /):  # Integers go through xp's divide (bool too).
+    return _fast(self, other, tf.math.truediv, "divide", floating_only=True)
+
+  def __rtruediv__(self, other, /):
+    return _fast_reflected(self, other, tf.math.truediv, "divide", floating_only=True)
+
+  def __floordiv__(self, other, /):
+    return _binary(self, other, "floor_divide")
+
+  def __rfloordiv__(self, other, /):
+    return _reflected(self, other, "floor_divide")
+
+  def __mod__(self, other, /):
+    return _binary(self, other, "remainder")
+
+  def __rmod__(self, other, /):
+    return _reflected(self, other, "remainder")
+
+  def __pow__(self, other, /):
+    return _binary(self, other, "pow")
+
+  def __rpow__(self, other, /):
+    return _reflected(self, other, "pow")
+
+  def __matmul__(self, other, /):
+    return matmul(self, other)
+
+  def __rmatmul__(self, other, /):
+    return matmul(other, self)
+
+  def __neg__(self):
+    t = self.tensor
+    return Array(tf.math.negative(t)) if t.dtype.is_floating else _call("negative", self)
+
+  def __pos__(self):
+    return _call("positive", self)
+
+  def __abs__(self):
+    return _call("abs", self)
+
+  # Bitwise operators.
+  def __invert__(self):
+    return _call("bitwise_invert", self)
+
+  def __and__(self, other, /):
+    return _binary(self, other, "bitwise_and")
+
+  def __rand__(self, other, /):
+    return _reflected(self, other, "bitwise_and")
+
+  def __or__(self, other, /):
+    return _binary(self, other, "bitwise_or")
+
+  def __ror__(self, other, /):
+    return _reflected(self, other, "bitwise_or")
+
+  def __xor__(self, other, /):
+    return _binary(self, other, "bitwise_xor")
+
+  def __rxor__(self, other, /):
+    return _reflected(self, other, "bitwise_xor")
+
+  def __lshift__(self, other, /):
+    return _binary(self, other, "bitwise_left_shift")
+
+  def __rlshift__(self, other, /):
+    return _reflected(self, other, "bitwise_left_shift")
+
+  def __rshift__(self, other, /):
+    return _binary(self, other, "bitwise_right_shift")
+
+  def __rrshift__(self, other, /):
+    return _reflected(self, other, "bitwise_right_shift")
+
+  # Comparisons.
+  def __eq__(self, other, /):
+    return _fast(self, other, tf.math.equal, "equal")
+
+  def __ne__(self, other, /):
+    return _fast(self, other, tf.math.not_equal, "not_equal")
+
+  def __lt__(self, other, /):
+    return _fast(self, other, tf.math.less, "less")
+
+  def __le__(self, other, /):
+    return _fast(self, other, tf.math.less_equal, "less_equal")
+
+  def __gt__(self, other, /):
+    return _fast(self, other, tf.math.greater, "greater")
+
+  def __ge__(self, other, /):
+    return _fast(self, other, tf.math.greater_equal, "greater_equal")
+
+  __hash__ = None  # Arrays compare elementwise: unhashable.
+
+  # Deviation: no in-place operators (``__iadd__``...): the arrays are immutable, so
+  # ``x += y`` rebinds ``x`` to ``x + y``, as for jax.Array.
+
+  # Conversions. Deviation: eagerly only, as for tf.Tensor (a graph has no values to give).
   def __bool__(self):
     return bool(self.tensor)
 
@@ -110,13 +227,14 @@ class Array:
   def __index__(self):
     return operator.index(self.tensor.numpy())
 
-  def __array__(self, dtype=None, copy=None):
+  def __array__(self, dtype=None, copy=None):  # Beyond the standard: NumPy's protocol.
     del copy
     return np.asarray(self.tensor, dtype=dtype)
 
   def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
-    """TensorFlow's DLPack capsule (a legacy, unversioned one, which ``max_version`` allows);
-    ``dl_device`` (1, 0) copies to the CPU, ``copy=True`` copies the buffer."""
+    """TensorFlow's DLPack capsule. Deviation: a legacy, unversioned capsule whatever
+    ``max_version`` asks (the standard lets a producer give one); ``dl_device`` (1, 0)
+    copies to the CPU, ``copy=True`` copies the buffer."""
     del stream, max_version
     tensor = self.tensor
     if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
@@ -133,25 +251,25 @@ class Array:
     spec = tf.DeviceSpec.from_string(self.tensor.device)
     return (2, spec.device_index or 0) if spec.device_type == "GPU" else (1, 0)
 
-  def __tf_tensor__(self, dtype=None, name=None):
+  def __tf_tensor__(self, dtype=None, name=None):  # Beyond the standard: TensorFlow's.
     return tf.convert_to_tensor(self.tensor, dtype=dtype, name=name)
 
-  def __iter__(self):
+  def __iter__(self):  # Beyond the standard (which leaves iteration unspecified).
     return (Array(t) for t in self.tensor)
 
   def __repr__(self):
     return f"Array({self.tensor!r})"
 
-  def __getitem__(self, key):
+  # Indexing.
+  def __getitem__(self, key, /):
     if type(key) is tuple and all(type(k) in _BASIC for k in key) or type(key) in _BASIC:
       return Array(self.tensor[key])  # Basic indexing: tf.Tensor's own.
     return Array(_getitem(self.tensor, key))
 
-  def __setitem__(self, key, value):
+  def __setitem__(self, key, value, /):
+    """Deviation: the standard's arrays may be mutable; these are not (as jax.Array)."""
     raise TypeError("crossgrad's TensorFlow arrays are immutable (as jax.Array): build the "
                     "result with xp.where, xp.concat or xp.segment_sum")
-
-  __hash__ = None
 
 
 _BASIC = (int, slice, type(Ellipsis), type(None))
@@ -168,14 +286,14 @@ def _operand(other) -> bool:
   return type(other) in (Array, bool, int, float, complex) or hasattr(other, "dtype")
 
 
-def _binary(name):
-  def forward(self, other):
-    return _call(name, self, other) if _operand(other) else NotImplemented
+def _binary(self, other, name):
+  """``self <op> other`` by xp's ``name`` (the standard's promotion), or NotImplemented."""
+  return _call(name, self, other) if _operand(other) else NotImplemented
 
-  def reflected(self, other):
-    return _call(name, other, self) if _operand(other) else NotImplemented
 
-  return forward, reflected
+def _reflected(self, other, name):
+  """``other <op> self`` by xp's ``name``, or NotImplemented."""
+  return _call(name, other, self) if _operand(other) else NotImplemented
 
 
 def _same_dtype(t, other):
@@ -188,63 +306,29 @@ def _same_dtype(t, other):
   return None
 
 
-def _fast_binary(name, tf_fn, floating_only=False):
-  """The standard's operator; TensorFlow's own op at once where no promotion is needed (the
-  graph is the same: xp's function calls that op after promoting)."""
-  slow, slow_reflected = _binary(name)
-
-  def forward(self, other):
-    t = self.tensor
-    if type(other) is float and t.dtype.is_floating:
-      # TensorFlow converts a float after a tensor to its dtype, as tf.constant(other,
-      # t.dtype) does, but in C: a Python call less per scalar operand eagerly.
-      return Array(tf_fn(t, other))
-    if not floating_only or t.dtype.is_floating:
-      o = _same_dtype(t, other)
-      if o is not None:
-        return Array(tf_fn(t, o))
-    return slow(self, other)
-
-  def reflected(self, other):
-    t = self.tensor
-    if not floating_only or t.dtype.is_floating:
-      o = _same_dtype(t, other)
-      if o is not None:
-        return Array(tf_fn(o, t))
-    return slow_reflected(self, other)
-
-  return forward, reflected
-
-
-for _op, _name, _fn, _floating in (
-    ("add", "add", tf.math.add, False), ("sub", "subtract", tf.math.subtract, False),
-    ("mul", "multiply", tf.math.multiply, False), ("truediv", "divide", tf.math.truediv, True)):
-  _f, _r = _fast_binary(_name, _fn, _floating)
-  setattr(Array, f"__{_op}__", _f)
-  setattr(Array, f"__r{_op}__", _r)
-for _op, _name, _fn in (("eq", "equal", tf.math.equal), ("ne", "not_equal", tf.math.not_equal),
-                        ("lt", "less", tf.math.less), ("le", "less_equal", tf.math.less_equal),
-                        ("gt", "greater", tf.math.greater),
-                        ("ge", "greater_equal", tf.math.greater_equal)):
-  setattr(Array, f"__{_op}__", _fast_binary(_name, _fn)[0])
-for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder"),
-                   ("pow", "pow"), ("and", "bitwise_and"),
-                   ("or", "bitwise_or"), ("xor", "bitwise_xor"),
-                   ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")):
-  _f, _r = _binary(_name)
-  setattr(Array, f"__{_op}__", _f)
-  setattr(Array, f"__r{_op}__", _r)
-for _op, _name in (("neg", "negative"), ("pos", "positive"), ("abs", "abs"),
-                   ("invert", "bitwise_invert")):
-  setattr(Array, f"__{_op}__", lambda self, _name=_name: _call(_name, self))
-
-
-def _negative(self):
+def _fast(self, other, tf_fn, name, floating_only=False):
+  """``self <op> other``: TensorFlow's ``tf_fn`` at once where no promotion is needed (the
+  graph is the same: xp's ``name`` calls that op after promoting), else `_binary`."""
   t = self.tensor
-  return Array(tf.math.negative(t)) if t.dtype.is_floating else _call("negative", self)
+  if type(other) is float and t.dtype.is_floating:
+    # TensorFlow converts a float after a tensor to its dtype, as tf.constant(other,
+    # t.dtype) does, but in C: a Python call less per scalar operand eagerly.
+    return Array(tf_fn(t, other))
+  if not floating_only or t.dtype.is_floating:
+    o = _same_dtype(t, other)
+    if o is not None:
+      return Array(tf_fn(t, o))
+  return _binary(self, other, name)
 
 
-Array.__neg__ = _negative
+def _fast_reflected(self, other, tf_fn, name, floating_only=False):
+  """``other <op> self``, as `_fast`."""
+  t = self.tensor
+  if not floating_only or t.dtype.is_floating:
+    o = _same_dtype(t, other)
+    if o is not None:
+      return Array(tf_fn(o, t))
+  return _reflected(self, other, name)
 
 
 class MatrixTransposed(Array):
@@ -300,8 +384,6 @@ def matmul(x1, x2, /):
                                  unwrap(x2) if b is None else b, a is not None, b is not None))
 
 
-Array.__matmul__ = matmul
-Array.__rmatmul__ = lambda self, other: matmul(other, self)
 _LAZY = {"matmul": matmul, "matrix_transpose": matrix_transpose}
 
 

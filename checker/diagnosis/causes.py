@@ -17,10 +17,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from crossgrad.checker import engine
+from crossgrad.checker import compare, engine
 from crossgrad.checker.diagnosis import backward
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Report, Row
+from crossgrad.checker.rows import setting
 from crossgrad.registry import validation
 from crossgrad.registry.opdef import OpDef
 
@@ -70,7 +71,7 @@ def _grouped(rows: Sequence[Row], key: Callable[[Row], tuple]) -> dict[tuple, li
 def _params(op: OpDef, label: str) -> dict | None:
   for params in op.param_sets:
     resolved = op.resolve_params(params)
-    if engine.params_label(resolved) == label:
+    if setting.params_label(resolved) == label:
       return resolved
   return None
 
@@ -138,7 +139,7 @@ def _divergence(op: OpDef, params: dict, inputs, seed: int, backend: str, dtype:
                 mode: str, device: str) -> Diagnosis | None:
   """The first diverging call of one setting, with the check's inputs and cotangents."""
   try:
-    cast = engine._cast_inputs(inputs, dtype)  # pylint: disable=protected-access
+    cast = setting.cast_inputs(inputs, compare.dtype_of(dtype))
     if cast is None:
       return None
     outputs, _ = engine._load("numpy").vjp(op, *cast, **params)  # pylint: disable=protected-access

@@ -1,0 +1,222 @@
+"""The standard's array object for JAX, inside an op's forward and backward.
+
+An op's body runs under a trace (the op is a ``jax.custom_jvp`` under ``jax.jit``), where JAX's
+tracers lack ``device`` ("The 'device' attribute is not available on traced array") and
+``to_device``. `Array` wraps the body's arrays with those two and ``__array_namespace__`` (the
+body's ``xp``); everything else is ``jax.Array``'s own, which is the standard's already
+(``shape`` a tuple, ``size``, ``ndim``, ``dtype``, ``.T``, ``.mT``, promotion, indexing), but
+for ``//`` and ``%``, which take ``crossgrad.jax.xp``'s ``floor_divide`` and ``remainder``
+(the standard's values with zero and infinite operands).
+
+``device``: a concrete array's own device (an op that reads its input values runs op by op,
+on concrete arrays); a tracer's is None, "the device the computation runs on": a trace does
+not know it (JAX places a jitted computation by its committed inputs when it runs, after
+tracing, and a tracer's abstract sharding names no device). Creation functions given
+``device=None`` (``xp.zeros(..., device=x.device)``) make their arrays there and
+``x.to_device(None)`` is ``x``, under ``jit``, ``vmap``, ``scan`` and ``checkpoint`` alike
+(array_api_compat's ``device()`` gives None for tracers too).
+
+The body namespace is ``crossgrad.jax.xp`` taking and giving `Array`; the backend wraps what
+enters the body (`wrap`) and unwraps what it returns (`unwrap`), so ``custom_jvp``, callers and
+checkers see JAX's arrays. The wrapper exists only while the body is traced: the jaxpr is the
+same as with plain tracers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import operator
+from typing import Any
+
+import jax
+
+_ENABLED = [True]
+
+
+@contextlib.contextmanager
+def native_arrays():
+  """Op bodies traced in this scope see JAX's own arrays (for comparing with the wrapper)."""
+  _ENABLED.append(False)
+  try:
+    yield
+  finally:
+    _ENABLED.pop()
+
+
+def enabled() -> bool:
+  return _ENABLED[-1]
+
+
+def device_of(x: Any) -> Any:
+  """The standard's ``x.device`` for a JAX array (its device) or tracer (None: module
+  docstring)."""
+  return None if isinstance(x, jax.core.Tracer) else x.device
+
+
+class Array:
+  """A JAX array or tracer with the standard's array object (see the module docstring)."""
+
+  __slots__ = ("array",)
+  __array_priority__ = 100  # NumPy defers to our reflected operators.
+
+  def __init__(self, array):
+    self.array = array
+
+  dtype = property(lambda self: self.array.dtype)
+  shape = property(lambda self: self.array.shape)
+  ndim = property(lambda self: self.array.ndim)
+  size = property(lambda self: self.array.size)
+  T = property(lambda self: Array(self.array.T))  # pylint: disable=invalid-name
+  mT = property(lambda self: Array(self.array.mT))  # pylint: disable=invalid-name
+
+  @property
+  def device(self):
+    return device_of(self.array)
+
+  def to_device(self, device, /, *, stream=None):
+    del stream
+    return self if device is None else Array(jax.device_put(self.array, device))
+
+  def __array_namespace__(self, *, api_version=None):
+    del api_version
+    return body_namespace()
+
+  def __bool__(self):
+    return bool(self.array)
+
+  def __int__(self):
+    return int(self.array)
+
+  def __float__(self):
+    return float(self.array)
+
+  def __complex__(self):
+    return complex(self.array)
+
+  def __index__(self):
+    return operator.index(self.array)
+
+  def __array__(self, dtype=None, copy=None):
+    del copy
+    return self.array.__array__(dtype)
+
+  def __dlpack__(self, /, **kwargs):
+    return self.array.__dlpack__(**kwargs)
+
+  def __dlpack_device__(self):
+    return self.array.__dlpack_device__()
+
+  def __iter__(self):
+    return (Array(a) for a in self.array)
+
+  def __repr__(self):
+    return f"Array({self.array!r})"
+
+  def __getitem__(self, key):
+    return Array(self.array[unwrap(key)])
+
+  def __setitem__(self, key, value):
+    raise TypeError("JAX arrays are immutable: build the result with xp.where, xp.concat or "
+                    "xp.segment_sum")
+
+  __hash__ = None
+
+
+def _delegated(dunder):
+  """jax.Array's operator ``dunder`` (NotImplemented for an operand it does not take)."""
+  def apply(self, other):
+    out = getattr(self.array, dunder)(other.array if type(other) is Array else other)
+    return out if out is NotImplemented else Array(out)
+  return apply
+
+
+def _standard(name, reflected=False):
+  """The operator as ``xp``'s function ``name`` (the standard's special values)."""
+  def apply(self, other):
+    other = other.array if type(other) is Array else other
+    args = (other, self.array) if reflected else (self.array, other)
+    return Array(getattr(_XP[0], name)(*args))
+  return apply
+
+
+for _op in ("add", "sub", "mul", "truediv", "pow", "matmul", "and", "or", "xor", "lshift",
+            "rshift"):
+  setattr(Array, f"__{_op}__", _delegated(f"__{_op}__"))
+  setattr(Array, f"__r{_op}__", _delegated(f"__r{_op}__"))
+for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
+  setattr(Array, f"__{_op}__", _delegated(f"__{_op}__"))
+for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder")):
+  setattr(Array, f"__{_op}__", _standard(_name))
+  setattr(Array, f"__r{_op}__", _standard(_name, reflected=True))
+for _op in ("neg", "pos", "abs", "invert"):
+  setattr(Array, f"__{_op}__", lambda self, _op=_op: Array(getattr(self.array, f"__{_op}__")()))
+
+
+def wrap(tree: Any) -> Any:
+  """JAX array and tracer leaves of ``tree`` (tuples, lists, dicts, namedtuples) as `Array`."""
+  if isinstance(tree, jax.Array):
+    return Array(tree)
+  kind = type(tree)
+  if kind is tuple or kind is list:
+    return kind([wrap(t) for t in tree])
+  if kind is dict:
+    return {k: wrap(v) for k, v in tree.items()}
+  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+    return kind(*(wrap(t) for t in tree))
+  return tree
+
+
+def unwrap(tree: Any) -> Any:
+  """`Array` leaves of ``tree`` as their JAX array."""
+  kind = type(tree)
+  if kind is Array:
+    return tree.array
+  if kind is tuple or kind is list:
+    return kind([t.array if type(t) is Array else unwrap(t) for t in tree])
+  if kind is dict:
+    return {k: unwrap(v) for k, v in tree.items()}
+  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+    return kind(*(unwrap(t) for t in tree))
+  return tree
+
+
+_XP: list[Any] = [None]  # crossgrad.jax.xp, set by the backend as it loads (`use_namespace`).
+_BODY: list[Any] = [None]
+
+
+def use_namespace(xp: Any) -> None:
+  """Makes ``xp`` the namespace operators call and op bodies see (wrapped)."""
+  _XP[0], _BODY[0] = xp, BodyNamespace(xp)
+
+
+def body_namespace() -> BodyNamespace:
+  """The ``xp`` of an op's body (one instance)."""
+  return _BODY[0]
+
+
+class BodyNamespace:
+  """``crossgrad.jax.xp`` (or its ``linalg``/``fft``) taking and giving `Array`."""
+
+  def __init__(self, xp: Any):
+    self._xp = xp
+    self.__name__ = getattr(xp, "__name__", "crossgrad.jax.xp")
+
+  def __getattr__(self, name: str) -> Any:
+    value = getattr(self._xp, name)
+    if name in ("linalg", "fft"):
+      value = BodyNamespace(value)
+    elif callable(value) and not isinstance(value, type) and name != "dtype":
+      value = _arrays_in_and_out(value)
+    setattr(self, name, value)  # Later lookups skip __getattr__.
+    return value
+
+  def __dir__(self):
+    return dir(self._xp)
+
+
+def _arrays_in_and_out(fn):
+  @functools.wraps(fn)  # fn's name, doc and signature (inspect.signature follows __wrapped__).
+  def call(*args, **kwargs):
+    return wrap(fn(*unwrap(args), **unwrap(kwargs)) if kwargs else fn(*unwrap(args)))
+  return call

@@ -1,0 +1,353 @@
+"""The standard's array object for torch, inside an op's forward and backward.
+
+`Array` wraps a ``torch.Tensor`` while an op's body runs: ``size`` is the number of elements
+(an int; torch's ``Tensor.size`` is a method), ``shape`` a tuple, and it has ``ndim``,
+``dtype`` (torch's dtypes, xp's), ``device``, ``to_device``, ``__array_namespace__``, ``.T``,
+``.mT``, operators with the standard's type promotion and Python-scalar rules (torch's own
+treats a 0-d tensor as a scalar: ``float32 array + float64 0-d array`` stays float32 there)
+and the standard's indexing (integer arrays of any integer dtype, slices with negative steps).
+`body_namespace` is the ``xp`` an op's body sees: the backend's ``xp`` taking and giving
+`Array`. The backend wraps what enters the body (`wrap`) and unwraps what it returns
+(`unwrap`), so ``torch.autograd.Function``, the caller and every checker see real tensors.
+
+A plain Python object, not a ``torch.Tensor`` subclass: torch's own code calls
+``Tensor.size()`` everywhere, which a ``size`` property would break, and a subclass would be
+a tensor subclass for Dynamo, AOTAutograd and functorch to trace through. The wrapper instead
+exists only while the body runs or is traced: under ``torch.compile`` Dynamo inlines it, and
+the FX graph holds the same torch ops as with plain tensors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import operator
+from typing import Any
+
+import numpy as np
+import torch
+
+_ENABLED = [True]
+
+
+@contextlib.contextmanager
+def native_tensors():
+  """Op bodies run or traced in this scope see plain torch.Tensor (for measuring the
+  wrapper)."""
+  _ENABLED.append(False)
+  try:
+    yield
+  finally:
+    _ENABLED.pop()
+
+
+def enabled() -> bool:
+  return _ENABLED[-1]
+
+
+class Array:
+  """A torch.Tensor with the Array API standard's array object (see the module docstring)."""
+
+  __slots__ = ("tensor",)
+  __array_priority__ = 100  # NumPy defers to our reflected operators.
+
+  def __init__(self, tensor):
+    self.tensor = tensor
+
+  @property
+  def dtype(self):
+    return self.tensor.dtype
+
+  @property
+  def shape(self):
+    return tuple(self.tensor.shape)
+
+  @property
+  def ndim(self):
+    return self.tensor.ndim
+
+  @property
+  def size(self):
+    """The number of elements: an int (symbolic under dynamic shapes, never unknown)."""
+    return math.prod(self.tensor.shape)
+
+  @property
+  def device(self):
+    return self.tensor.device
+
+  @property
+  def T(self):  # pylint: disable=invalid-name
+    return Array(self.tensor.permute(tuple(range(self.tensor.ndim))[::-1]))
+
+  @property
+  def mT(self):  # pylint: disable=invalid-name
+    return Array(self.tensor.mT)
+
+  def __array_namespace__(self, *, api_version=None):
+    del api_version
+    return _BODY_ON[0](self.tensor.device)
+
+  def to_device(self, device, /, *, stream=None):
+    del stream
+    return Array(self.tensor.to(device))
+
+  def __bool__(self):
+    return bool(self.tensor)
+
+  def __int__(self):
+    return int(self.tensor)
+
+  def __float__(self):
+    return float(self.tensor)
+
+  def __complex__(self):
+    return complex(self.tensor)
+
+  def __index__(self):
+    return operator.index(self.tensor)
+
+  def __array__(self, dtype=None, copy=None):
+    del copy
+    return np.asarray(self.tensor.detach().cpu().numpy(), dtype=dtype)
+
+  def __dlpack__(self, /, **kwargs):
+    return self.tensor.__dlpack__(**kwargs)
+
+  def __dlpack_device__(self):
+    return self.tensor.__dlpack_device__()
+
+  def __iter__(self):
+    return (Array(t) for t in self.tensor)
+
+  def __repr__(self):
+    return f"Array({self.tensor!r})"
+
+  def __getitem__(self, key):
+    if type(key) is int or type(key) is tuple and all(map(_is_basic, key)):
+      return Array(self.tensor[key])
+    tensor, key = _standard_key(self.tensor, key)
+    return Array(tensor[key])
+
+  def __setitem__(self, key, value):
+    tensor, key = _standard_key(self.tensor, key)
+    if tensor is not self.tensor:  # A negative step reads a flipped copy.
+      raise IndexError("__setitem__ with a negative slice step: write through a positive one")
+    tensor[key] = value.tensor if type(value) is Array else value
+
+  __hash__ = None
+
+
+def _is_basic(k) -> bool:
+  """An index torch takes as the standard does: an integer, None, ..., a forward slice."""
+  return (type(k) is int or k is None or k is Ellipsis
+          or type(k) is slice and (k.step is None or type(k.step) is int and k.step > 0))
+
+
+_INDEX_DTYPES = (torch.int64, torch.int32, torch.bool)
+
+
+def _index(k):
+  """One entry of a key as torch indexes by it: an integer array of any integer dtype (torch
+  takes uint8 as a mask and wants int64 or int32) as int64."""
+  if type(k) is Array:
+    k = k.tensor
+  if isinstance(k, np.ndarray):
+    k = torch.from_numpy(k)
+  if isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
+    return k.to(torch.int64)
+  return k
+
+
+def _consumed(k) -> int:
+  """How many axes of the indexed array a key entry reads."""
+  if k is None or k is Ellipsis:
+    return 0
+  if isinstance(k, torch.Tensor) and k.dtype == torch.bool:
+    return k.ndim
+  return 1
+
+
+def _standard_key(x: torch.Tensor, key) -> tuple[torch.Tensor, Any]:
+  """``(x', key')``: ``x'[key']`` is the standard's ``x[key]``. A slice with a negative step
+  (torch refuses them) reads the flipped axis with a positive one."""
+  key = tuple(map(_index, key if type(key) is tuple else (key,)))
+  if all(type(k) is not slice or k.step is None or k.step > 0 for k in key):
+    return x, key
+  out, axis = list(key), 0
+  for i, k in enumerate(key):
+    if k is Ellipsis:
+      axis = x.ndim - sum(map(_consumed, key[i + 1:]))
+      continue
+    if type(k) is slice and k.step is not None and k.step < 0:
+      n = x.shape[axis]
+      picked = range(*k.indices(n))
+      x = torch.flip(x, (axis,))
+      out[i] = (slice(n - 1 - picked[0], n - picked[-1], -k.step) if picked
+                else slice(0, 0))
+    axis += _consumed(k)
+  return x, tuple(out)
+
+
+def _call(name, *args):
+  return wrap(getattr(_XP[0], name)(*unwrap(args)))
+
+
+def _operand(other) -> bool:
+  """Whether an operator takes ``other``: an array (ours, a tensor, NumPy's) or a Python
+  scalar. Anything else gets NotImplemented, so Python raises its own TypeError."""
+  return type(other) in (Array, bool, int, float, complex) or hasattr(other, "dtype")
+
+
+def _binary(name):
+  def forward(self, other):
+    return _call(name, self, other) if _operand(other) else NotImplemented
+
+  def reflected(self, other):
+    return _call(name, other, self) if _operand(other) else NotImplemented
+
+  return forward, reflected
+
+
+def _inexact(t: torch.Tensor) -> bool:
+  return t.is_floating_point() or t.is_complex()
+
+
+def _fast_binary(name, python_op, floating_only=False):
+  """The standard's operator: Python's (so torch's, the very call plain code makes) where
+  torch's promotion is the standard's (two arrays of one dtype; a Python int with a numeric
+  array, a float with a floating or complex one), else ``xp``'s function. ``floating_only``:
+  the fast path for floating and complex arrays only (``/`` of integers, ``**``, ``@``)."""
+  slow, slow_reflected = _binary(name)
+
+  def same(t, other) -> bool:
+    kind = type(other)
+    if kind is Array:
+      return other.tensor.dtype == t.dtype and (not floating_only or _inexact(t))
+    if kind is int:
+      return t.dtype != torch.bool and (not floating_only or _inexact(t))
+    return kind is float and _inexact(t)
+
+  def forward(self, other):
+    t = self.tensor
+    if same(t, other):
+      return Array(python_op(t, other.tensor if type(other) is Array else other))
+    return slow(self, other)
+
+  def reflected(self, other):
+    t = self.tensor
+    if same(t, other) and type(other) is not Array:
+      return Array(python_op(other, t))
+    return slow_reflected(self, other)
+
+  return forward, reflected
+
+
+def _unary(name, python_op):
+  """The standard's unary operator: Python's on a floating or complex array, else ``xp``'s
+  function (torch's ``-`` refuses bool; ``abs`` of a uint8 wraps)."""
+  def apply(self):
+    t = self.tensor
+    return Array(python_op(t)) if _inexact(t) else _call(name, self)
+  return apply
+
+
+for _op, _name, _floating in (("add", "add", False), ("sub", "subtract", False),
+                              ("mul", "multiply", False), ("truediv", "divide", True),
+                              ("pow", "pow", True), ("matmul", "matmul", True)):
+  _f, _r = _fast_binary(_name, getattr(operator, _op), _floating)
+  setattr(Array, f"__{_op}__", _f)
+  setattr(Array, f"__r{_op}__", _r)
+for _op, _name in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"),
+                   ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal")):
+  setattr(Array, f"__{_op}__", _fast_binary(_name, getattr(operator, _op))[0])
+for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder"),
+                   ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                   ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")):
+  _f, _r = _binary(_name)
+  setattr(Array, f"__{_op}__", _f)
+  setattr(Array, f"__r{_op}__", _r)
+for _op, _name in (("invert", "bitwise_invert"), ("neg", "negative"), ("pos", "positive"),
+                   ("abs", "abs")):
+  setattr(Array, f"__{_op}__", _unary(_name, getattr(operator, _op)))
+
+
+def wrap(tree: Any) -> Any:
+  """torch.Tensor leaves of ``tree`` (tuples, lists, dicts, namedtuples) as `Array`."""
+  if isinstance(tree, torch.Tensor):
+    return Array(tree)
+  kind = type(tree)
+  if kind is tuple or kind is list:  # A list, not a generator: this runs on every op call.
+    return kind([wrap(t) for t in tree])
+  if kind is dict:
+    return {k: wrap(v) for k, v in tree.items()}
+  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+    return kind(*(wrap(t) for t in tree))
+  return tree
+
+
+def unwrap(tree: Any) -> Any:
+  """`Array` leaves of ``tree`` as their torch.Tensor."""
+  kind = type(tree)
+  if kind is Array:
+    return tree.tensor
+  if kind is tuple or kind is list:
+    return kind([t.tensor if type(t) is Array else unwrap(t) for t in tree])
+  if kind is dict:
+    return {k: unwrap(v) for k, v in tree.items()}
+  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+    return kind(*(unwrap(t) for t in tree))
+  return tree
+
+
+# Set by the torch backend as it loads (`use_namespaces`).
+_XP: list[Any] = [None]
+_BODY_ON: list[Any] = [None]
+
+
+def use_namespaces(xp: Any, body_on) -> None:
+  """``xp`` (the backend's) is what operators call; ``body_on(device)`` the body namespace
+  whose creation functions default to ``device``, what ``__array_namespace__`` gives. The
+  backend hands both over as it loads."""
+  _XP[0], _BODY_ON[0] = xp, body_on
+
+
+_STANDARD_DUNDERS = ("__array_namespace_info__",)
+
+
+class BodyNamespace:
+  """A torch ``xp`` (or its ``linalg``/``fft``) taking and giving `Array`. Every name is set
+  when it is made: under ``torch.compile`` Dynamo reads plain attributes."""
+
+  def __init__(self, xp: Any):
+    self._xp = xp
+    self.__name__ = getattr(xp, "__name__", "crossgrad.torch.xp")
+    for name in dir(xp):
+      if name.startswith("__") and name not in _STANDARD_DUNDERS:
+        continue
+      value = getattr(xp, name)
+      if name in ("linalg", "fft"):
+        value = BodyNamespace(value)
+      elif callable(value) and not isinstance(value, torch.dtype):
+        value = _arrays_in_and_out(value)
+      setattr(self, name, value)
+    if hasattr(xp, "__array_api_version__"):
+      self.__array_api_version__ = xp.__array_api_version__
+
+  def __getattr__(self, name: str) -> Any:
+    return getattr(self._xp, name)  # Not set above: the namespace's own answer or error.
+
+  def __dir__(self):
+    return dir(self._xp)
+
+
+def _arrays_in_and_out(fn):
+  @functools.wraps(fn)  # fn's name, doc and signature (inspect.signature follows __wrapped__).
+  def call(*args, **kwargs):
+    return wrap(fn(*unwrap(args), **unwrap(kwargs)) if kwargs else fn(*unwrap(args)))
+  return call
+
+
+def body_namespace(device: Any = "cpu") -> BodyNamespace:
+  """The ``xp`` an op's body gets for arrays on ``device``."""
+  return _BODY_ON[0](torch.device(device))
