@@ -7,7 +7,9 @@ mistakes people make, in this order: it ignores ``g`` (the same for two cotangen
 not linear in ``g`` (``B(2g) != 2 B(g)``), two inputs' cotangents are swapped, it is a
 constant times ``T`` (``sign`` for -1), the conjugate of ``T``, its transpose, right except
 on some elements; else ``unknown`` with the numbers. Nothing is claimed that the numbers do
-not show for two random cotangents.
+not show for two random cotangents. A right backward that finite differences cannot confirm
+(two step sizes disagree, the forward's condition number is large) is ``ill_conditioned``.
+Inputs too large for a Jacobian are tested along random directions (`_large`).
 """
 
 from __future__ import annotations
