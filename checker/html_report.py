@@ -55,8 +55,7 @@ def _grid_table(g: grid_lib.Grid) -> list[str]:
 
 
 def _rows_table(rows: list[Row]) -> list[str]:
-  # A row's diagnosis shows under its cause (`_causes_section`), not as a column.
-  names = [f.name for f in dataclasses.fields(Row) if f.name != "diagnosis"]
+  names = [f.name for f in dataclasses.fields(Row) if f.name != "diagnosis"]  # Per cause.
   out = ["<table class='rows'>", "<tr>" + "".join(f"<th>{_e(n)}</th>" for n in names) + "</tr>"]
   for row in rows:
     status = row.status
