@@ -1,13 +1,13 @@
 """The cross-check engine: every backend against the NumPy reference, and the
 reference against finite differences.
 
-For each op and static-parameter set: the op's ``sample`` gives inputs; in float64
-the reference VJP is checked by finite differences (of the forward for exact ops, of
-the declared surrogate for surrogate ops; declared gradients have no oracle); then for
-each dtype, backend, device and mode the forward values and the VJP for one shared
-random cotangent are compared with the reference at a dtype-aware tolerance (`compare`),
-and with the backend's first device, and so are both on special values
-(`special_values`).
+For each op and static-parameter set the op's ``sample`` gives inputs, and the row kinds
+of `crossgrad.checker.rows` run in their table's order: once per op and parameter set
+(finite differences of the reference, float64), then per dtype, backend, device and mode
+after the backend's `evaluate` ran on the inputs and one shared random cotangent
+(forward, vjp, device, special values, higher order), and per backend and device
+(transformation modes). The engine makes what they share: the sample, the reference's
+arrays per dtype (`setting.Target`), each backend's results.
 Frameworks are imported only through `crossgrad.backends.base.load`, and only for
 the backends asked for.
 """
@@ -402,14 +402,15 @@ def _kind_rows(scope, run, is_complex: bool, results_failed: bool = False) -> li
   """The rows of every kind of ``scope`` for ``run``, in the table's order (`row_kinds`):
   a kind that needs results gets none where they failed; a complex target gets no rows of
   a kind that does not cover it (in the mode scope, a ``skipped`` row says so once)."""
-  rows = []
+  rows, said = [], scope != row_kinds.Scope.MODE
   for kind in row_kinds.of_scope(scope):
     if kind.needs_results and results_failed:
       continue
     if is_complex and not kind.complex_inputs:
-      if scope == row_kinds.Scope.MODE:
+      if not said:
         rows.append(run.context.row(Check.SKIPPED, ok=True, note=COMPLEX_NOT_COVERED))
-      break
+        said = True
+      continue
     rows += kind.rows(run)
   return rows
 

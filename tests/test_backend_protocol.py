@@ -1,9 +1,11 @@
 """The written backend protocol is enough to add a framework: a toy backend built from it
 alone (tests/toy_backends.py) is cross-checked like the built-in ones, and a wrong one is caught."""
 
+import ast
 import collections.abc
 import copy
 import dataclasses
+import pathlib
 
 import numpy as np
 import pytest
@@ -97,6 +99,20 @@ def test_every_backend_module_matches_the_protocol(name):
     assert check in ("jvp", "second_order") and mode in module.MODES + optional.EXTRA_MODES
   assert (optional.evaluate_higher_order is None) == (not isinstance(module,
                                                                       protocol.HigherOrder))
+
+
+def test_the_checker_reads_optional_members_only_through_the_protocol():
+  """No checker module probes a backend for an optional member with ``getattr`` or
+  ``hasattr`` and a default of its own: `protocol.capabilities` holds the defaults."""
+  root = pathlib.Path(__file__).resolve().parent.parent / "checker"
+  probes = []
+  for path in root.rglob("*.py"):
+    for node in ast.walk(ast.parse(path.read_text())):
+      if (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr")
+          and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+          and node.args[1].value in protocol.OPTIONAL_MEMBERS):
+        probes.append(f"{path.name}:{node.lineno}")
+  assert not probes
 
 
 def _constants(module) -> dict:

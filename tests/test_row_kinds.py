@@ -73,14 +73,22 @@ COMPLEX_SQUARE = cg.OpDef(
     sample=lambda rng: (rng.standard_normal(3) + 1j * rng.standard_normal(3),))
 
 
-def test_a_kind_that_does_not_cover_complex_ops_makes_no_rows_for_them():
+def test_complex_ops_get_rows_only_of_the_kinds_that_cover_them():
+  covers = row_kinds.RowKind("complex_seen", row_kinds.Scope.MODE,
+                             lambda run: [run.context.row("complex_seen", 0.0, 0.0, True)],
+                             complex_inputs=True)
   row_kinds.register(TOY)
+  row_kinds.register(covers)
   try:
     report = _check(COMPLEX_SQUARE)
   finally:
     row_kinds.unregister(TOY.name)
+    row_kinds.unregister(covers.name)
   assert not any(r.check == "output_sum" for r in report.rows)
-  assert any(r.check == "skipped" and r.note.startswith("complex inputs") for r in report.rows)
+  modes = [r.mode for r in report.rows if r.backend == "jax" and r.check == "forward"]
+  assert [r.mode for r in report.rows if r.check == "complex_seen"] == modes == ["eager", "jit"]
+  assert [r.mode for r in report.rows
+          if r.check == "skipped" and r.note.startswith("complex inputs")] == modes
 
 
 def test_a_kind_name_is_registered_once():
