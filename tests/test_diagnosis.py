@@ -308,3 +308,14 @@ def test_a_large_input_is_tested_along_random_directions(backward_fn, kind, fact
   assert 40 * 40 > backward.JACOBIAN_LIMIT
   diagnosis = backward.diagnose(op, {}, engine._sample(op, 0, {}))
   assert (diagnosis and (diagnosis.kind, diagnosis.factor)) == (kind and (kind, factor))
+
+
+def test_rows_that_raised_are_unknown_with_the_exception():
+  def raising(xp, x):
+    raise ValueError("planted")
+  op = _op("raises", raising, _sin_right, _grid((3,)))
+  report = causes.diagnose(engine.cross_check([op], backends=[], dtypes=["float64"]), [op])
+  diagnosis = report.failures[0].diagnosis
+  assert diagnosis.kind == Kind.UNKNOWN
+  assert diagnosis.message.startswith("it raised, so there is nothing to compare")
+  assert "ValueError: planted" in diagnosis.message

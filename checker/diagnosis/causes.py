@@ -165,10 +165,12 @@ def _unknown(rows: list[Row], found: dict[int, Diagnosis],
     return {}
   worst = max(left, key=lambda r: -1.0 if r.error is None else
               r.error / (r.tolerance or 1.0) if np.isfinite(r.error) else np.inf)
+  raised = worst.error is None  # Every row left raised (or has no number).
   why = ("not diagnosed within the time the op's rows took" if timed_out
+         else "it raised, so there is nothing to compare" if raised
          else "no known mistake fits")
-  numbers = (f"error {worst.error:.2e} (tolerance {worst.tolerance:.0e})"
-             if worst.error is not None and worst.tolerance is not None else "no error")
+  numbers = ("raised" if raised else f"error {worst.error:.2e}"
+             + (f" (tolerance {worst.tolerance:.0e})" if worst.tolerance is not None else ""))
   diagnosis = Diagnosis(
       Kind.UNKNOWN, f"{why}; worst row: {worst.check} {worst.backend} {worst.mode} "
       f"{worst.dtype}, {numbers}" + (f": {worst.note}" if worst.note else ""),
