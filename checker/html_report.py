@@ -1,6 +1,7 @@
 """The check report as one self-contained HTML page (a CI artifact): the summary grid, the
-failing rows and every row (open with ``all_rows``, folded otherwise). Inline CSS only: no
-script, no link, no external resource; every piece of text is escaped.
+causes of failing rows (each diagnosis with a heatmap of where in the array its error lies),
+the failing rows and every row (open with ``all_rows``, folded otherwise). Inline CSS only:
+no script, no link, no external resource; every piece of text is escaped.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import html
 import math
 
 from crossgrad.checker import grid as grid_lib
+from crossgrad.checker.diagnosis.kinds import Diagnosis
 from crossgrad.checker.report import Report, Row
 
 _STYLE = """
@@ -23,7 +25,10 @@ td.note { white-space: normal; max-width: 40em; }
 .ADVISORY { background: #fff3cd; }
 .skipped { background: #eeeeee; color: #666; }
 .absent { color: #aaa; }
+table.heat { border-collapse: collapse; margin: 0.3em 0 1em; outline: 1px solid #999; }
+table.heat td { width: 10px; height: 10px; padding: 0; border: none; }
 """
+HEAT_CELL_PX = 10  # Each heatmap cell is a square this wide (table.heat td).
 
 
 def _e(value) -> str:
@@ -71,6 +76,58 @@ def _rows_table(rows: list[Row]) -> list[str]:
   return out + ["</table>"]
 
 
+def heat_colour(value: float, top: float) -> tuple[int, int, int]:
+  """The heatmap's colour of ``value`` on a scale up to ``top``: white (no error) to pure
+  red (the map's largest error)."""
+  t = min(max(value / top, 0.0), 1.0) if top > 0 else 0.0
+  fade = round(255 * (1.0 - t))
+  return 255, fade, fade
+
+
+def _heatmap(error_map: list[list[float]]) -> list[str]:
+  """The error map as a table of coloured squares, the value in each one's title."""
+  top = max((v for row in error_map for v in row), default=0.0)
+  out = [f"<p>Elementwise error (|actual - expected| / scale), white 0 to red "
+         f"{_e(_value(top))}:</p>", "<table class='heat'>"]
+  for row in error_map:
+    cells = "".join("<td style='background: rgb({}, {}, {})' title='{}'></td>".format(
+        *heat_colour(v, top), _e(_value(v))) for v in row)
+    out.append(f"<tr>{cells}</tr>")
+  return out + ["</table>"]
+
+
+def causes(rows: list[Row]) -> list[tuple[Diagnosis, list[Row]]]:
+  """The failing rows that carry a diagnosis, grouped by cause (its id, else its kind,
+  file, line and message), in the order of their first row."""
+  groups: dict[tuple, tuple[Diagnosis, list[Row]]] = {}
+  for row in rows:
+    found = getattr(row, "diagnosis", None)
+    if isinstance(found, dict):  # A row read back from a report's JSON.
+      found = Diagnosis.from_dict(found)
+    if found is not None:
+      key = (found.cause,) if found.cause else (found.kind, found.file, found.line,
+                                               found.message)
+      groups.setdefault(key, (found, []))[1].append(row)
+  return list(groups.values())
+
+
+def _causes_section(rows: list[Row]) -> list[str]:
+  out = []
+  for i, (found, explained) in enumerate(causes(rows), 1):
+    where = f" at <code>{_e(found.where())}</code>" if found.where() else ""
+    call = f" in <code>{_e(found.call)}</code>" if found.call else ""
+    out += [f"<div class='cause' id='cause-{i}'>",
+            f"<h3>Cause {i}: <span class='kind'>{_e(found.kind)}</span>{where}{call}</h3>",
+            f"<p class='message'>{_e(found.message)}</p>",
+            f"<p>Explains {len(explained)} failing row(s): "
+            + _e(", ".join(f"{r.backend}/{r.mode}/{r.check}" for r in explained[:12]))
+            + (" ..." if len(explained) > 12 else "") + "</p>"]
+    if found.values.get("error_map"):
+      out += _heatmap(found.values["error_map"])
+    out.append("</div>")
+  return out
+
+
 def render(report: Report, all_rows: bool = False) -> str:
   """The page: title, summary line, grid, failing rows, every row, environment."""
   status = "ok" if report.ok and report.rows else "FAIL"
@@ -80,6 +137,9 @@ def render(report: Report, all_rows: bool = False) -> str:
            f"<p class='{status}'>{_e(report.summary())}</p>",
            "<h2>Summary (worst error per cell)</h2>"]
   parts += _grid_table(grid_lib.grid(report.rows))
+  found = _causes_section(report.failures)
+  if found:
+    parts += ["<h2>Causes</h2>"] + found
   parts += ["<h2>Failing rows</h2>"]
   parts += _rows_table(report.failures) if report.failures else ["<p>None.</p>"]
   parts += [f"<details{' open' if all_rows else ''}>",

@@ -48,6 +48,7 @@ from crossgrad.checker import shards
 from crossgrad.checker import special_values
 from crossgrad.checker import usage
 from crossgrad.checker.diagnosis import causes
+from crossgrad.checker.diagnosis import repro
 from crossgrad.checker.report import Report
 from crossgrad.registry import op_registry
 from crossgrad.registry import ops  # pylint: disable=unused-import  # The built-in ops.
@@ -93,6 +94,9 @@ _DETERMINISM = flags.DEFINE_bool(
     "doubles the time of the forward and vjp rows.")
 _JSON = flags.DEFINE_string("json", None, "Write the report as JSON to this path.")
 _HTML = flags.DEFINE_string("html", None, "Write the report as one self-contained HTML page.")
+_REPRO_DIR = flags.DEFINE_string(
+    "repro_dir", None, "Write here, per divergence cause, a standalone script that runs the "
+    "diverging call in its framework alone and in NumPy, its inputs beside it.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed for inputs, cotangents and directions.")
 _ALL_ROWS = flags.DEFINE_bool("all_rows", False,
                               "After the grid and the failing rows, print every row.")
@@ -179,6 +183,9 @@ def _check(argv) -> int:
           {**report.to_dict(), "identity": shard}, indent=2, default=str))
   if _HTML.value:
     html_report.write(_HTML.value, report, all_rows=_ALL_ROWS.value)
+  if _REPRO_DIR.value:
+    for path in repro.write_for_rows(report.failures, _REPRO_DIR.value):
+      print(f"[crossgrad] repro: {path}")
   if shard is not None:
     return 1 if report.failures else 0  # The merged report says whether it checked any.
   if not report.checked:
