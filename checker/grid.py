@@ -18,6 +18,7 @@ import dataclasses
 import math
 from typing import Iterable
 
+from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.report import ADVISORY, FAIL, INFORMATIONAL, OK, Check, Report, Row
 
 SKIPPED = "skipped"
@@ -127,11 +128,12 @@ def grid_text(g: Grid) -> str:
 
 
 def text_report(report: Report, all_rows: bool = False) -> str:
-  """The grid, the failing rows, the advisory ones, every row (with ``all_rows``), the
+  """The grid, the failing rows (by cause where diagnosed), the advisory ones, every row (with ``all_rows``), the
   summary line."""
   parts = ["summary (worst error per cell):", grid_text(grid(report.rows)), ""]
   if report.failures:
-    parts += ["failing rows:", report.table(failures_only=True, summary=False), ""]
+    parts += causes.text(report.failures) or [
+        "failing rows:", report.table(failures_only=True, summary=False), ""]
   else:
     parts += ["failing rows: none", ""]
   if report.advisories:

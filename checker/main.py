@@ -47,6 +47,7 @@ from crossgrad.checker import selection
 from crossgrad.checker import shards
 from crossgrad.checker import special_values
 from crossgrad.checker import usage
+from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.diagnosis import repro
 from crossgrad.checker.report import Report
 from crossgrad.registry import op_registry
@@ -233,8 +234,22 @@ def _run() -> tuple[Report | int, dict | None]:
         progress_lib.Progress(units))
     if not isinstance(report, int):
       report.seconds = time.perf_counter() - started
-    return report, None
-  return _run_here(ops, units, shard, tolerance, special)
+    return _diagnosed(report, ops), None
+  report, identity = _run_here(ops, units, shard, tolerance, special)
+  return _diagnosed(report, ops), identity
+
+
+def _diagnosed(report: Report | int, ops) -> Report | int:
+  """The report with each failing row's diagnosis (`diagnosis.causes`), timed."""
+  if isinstance(report, int) or all(row.diagnosis for row in report.failures):
+    return report  # Nothing failed, or the jobs diagnosed their rows.
+  started = time.perf_counter()
+  report = causes.diagnose(report, ops, seed=_SEED.value)
+  seconds = time.perf_counter() - started
+  report.seconds += seconds
+  print(f"[crossgrad] diagnosis of {len(report.failures)} failing rows: {seconds:.2f} s",
+        file=sys.stderr)
+  return report
 
 
 # A process running the check holds about a million long-lived objects (three frameworks,

@@ -9,6 +9,8 @@ import json
 import math
 from typing import Any
 
+from crossgrad.checker.diagnosis.kinds import Diagnosis
+
 
 class Check(enum.StrEnum):
   """The built-in checks a row reports (its ``check``; the kinds that make them:
@@ -64,7 +66,9 @@ class Row:
   * ``reference``, ``sample``: the NumPy reference, or the op's ``sample``, raised.
 
   ``ulps`` is the largest distance between corresponding elements in units in the last
-  place of the dtype (comparison rows only). An ``advisory`` row passes (``ok``) but reports
+  place of the dtype (comparison rows only). A failing row's ``diagnosis`` says what is
+  wrong and where (`crossgrad.checker.diagnosis`; the binary's pass over failing rows,
+  None elsewhere). An ``advisory`` row passes (``ok``) but reports
   a divergence at special values; ``advisory`` says what differed ("NaN vs a number",
   "raises"). ``status`` is ``ok``, ``FAIL`` or ``ADVISORY``.
   """
@@ -83,6 +87,7 @@ class Row:
   seconds: float = 0.0
   ulps: float | None = None
   advisory: str = ""
+  diagnosis: Diagnosis | None = None
 
   @property
   def status(self) -> str:
@@ -188,7 +193,8 @@ class Report:
   __str__ = table
 
   def to_dict(self) -> dict[str, Any]:
-    rows = [{**dataclasses.asdict(r), "status": r.status} for r in self.rows]
+    rows = [{**dataclasses.asdict(r), "status": r.status,
+             "diagnosis": r.diagnosis and r.diagnosis.to_dict()} for r in self.rows]
     for row in rows:  # Strict JSON has no NaN or infinity.
       for key in ("error", "ulps"):
         if isinstance(row[key], float) and not math.isfinite(row[key]):
@@ -209,5 +215,7 @@ class Report:
       for key in ("error", "ulps"):
         if isinstance(values.get(key), str):
           values[key] = float(values[key])
-      rows.append(Row(**{**values, "check": as_check(values["check"])}))
+      diagnosis = values.get("diagnosis")
+      rows.append(Row(**{**values, "check": as_check(values["check"]),
+                         "diagnosis": diagnosis and Diagnosis.from_dict(diagnosis)}))
     return cls(rows, data["seconds"], data["environment"])

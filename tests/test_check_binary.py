@@ -46,7 +46,10 @@ def test_planted_wrong_gradient_exits_non_zero(tmp_path):
   result = _check("--module=planted_ops", "--ops=planted_square", "--backends=jax",
                   env_path=tmp_path)
   assert result.returncode == 1
-  grid, rows = result.stdout.split("failing rows:")
+  grid, rows = result.stdout.split("failing rows by cause (1 cause):")
+  # One cause: the backward is half the derivative, on the line that returns it.
+  assert "1. planted_square -: scale at " in rows and "planted_ops.py:5 (5 rows)" in rows
+  assert "the cotangent of x is 0.5 times the derivative of the forward" in rows
   (cell,) = [line for line in grid.splitlines() if "FAIL" in line]  # The reference's column.
   assert cell.split()[:3] == ["planted_square", "-", "FAIL"]
   failing = [line for line in rows.splitlines() if "FAIL" in line]

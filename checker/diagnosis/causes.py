@@ -1,0 +1,197 @@
+"""Failing rows grouped into causes, one diagnosis each: a pass over a finished report.
+
+Per op and parameter set with failing rows: a failing ``fd`` row, or failing ``jvp`` and
+``second_order`` rows, ask whether the reference backward is wrong (`backward`); if it is,
+that diagnosis explains those rows, in every backend and mode. The other failing rows of a
+backend, dtype, mode and device ask for the first diverging call (`divergence`); settings
+whose divergences agree (kind and line) are one cause. Rows left over get ``unknown`` with
+their numbers. Only failing rows are looked at, within as many seconds as the op's rows took.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import zlib
+from typing import Callable, Sequence
+
+import numpy as np
+
+from crossgrad.checker import compare, engine
+from crossgrad.checker.diagnosis import backward
+from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
+from crossgrad.checker.report import Check, Report, Row
+from crossgrad.checker.rows import setting
+from crossgrad.registry import validation
+from crossgrad.registry.opdef import OpDef
+
+try:
+  from crossgrad.checker.diagnosis.divergence import find_divergence
+except ImportError:
+  find_divergence = None
+
+FROM_BACKWARD = (Check.FD, Check.JVP, Check.SECOND_ORDER)  # Rows a wrong backward fails.
+# What a backend that checks the backward's linearity in g (JAX's) raises with: its rows
+# follow from a backward that ignores g or is not linear in it.
+NOT_LINEAR = "backward is not linear in the cotangent g"
+LINEARITY = (Kind.IGNORES_COTANGENT, Kind.NOT_LINEAR_IN_COTANGENT)
+NUMERICAL = (Kind.CANCELLATION, Kind.ILL_CONDITIONED)  # Divergences that lose digits.
+MIN_SECONDS = 1.0  # The least time an op's diagnosis gets, however fast its rows were.
+
+
+def diagnose(report: Report, ops: Sequence[OpDef], seed: int = 0,
+             clock: Callable[[], float] = time.perf_counter) -> Report:
+  """``report`` with a diagnosis on each failing row that has none (the same report when
+  there is none: nothing failed, or shards diagnosed their rows); ``ops``: the checked ops,
+  ``seed``: the check's."""
+  failing = [r for r in report.failures if r.diagnosis is None]
+  if not failing:
+    return report
+  by_name = {op.name: op for op in ops}
+  found: dict[int, Diagnosis] = {}
+  for (name, label), rows in _grouped(failing, lambda r: (r.op, r.params)).items():
+    op = by_name.get(name)
+    seconds = sum(r.seconds for r in report.rows if (r.op, r.params) == (name, label))
+    deadline = clock() + max(seconds, MIN_SECONDS)
+    if op is not None:
+      found.update(_op_causes(op, label, rows, seed, lambda: clock() < deadline))
+    found.update(_unknown(rows, found, timed_out=clock() >= deadline))
+  rows = [dataclasses.replace(r, diagnosis=found[id(r)]) if id(r) in found else r
+          for r in report.rows]
+  return Report(rows, report.seconds, report.environment)
+
+
+def _grouped(rows: Sequence[Row], key: Callable[[Row], tuple]) -> dict[tuple, list[Row]]:
+  groups: dict[tuple, list[Row]] = {}
+  for row in rows:
+    groups.setdefault(key(row), []).append(row)
+  return groups
+
+
+def _params(op: OpDef, label: str) -> dict | None:
+  for params in op.param_sets:
+    resolved = op.resolve_params(params)
+    if setting.params_label(resolved) == label:
+      return resolved
+  return None
+
+
+def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
+               in_time: Callable[[], bool]) -> dict[int, Diagnosis]:
+  """Diagnoses of ``rows`` (one op and parameter set) by row id, where one is found. A
+  right backward that finite differences cannot confirm (``ill_conditioned``) joins the
+  op's first numerical divergence: the same digits lost, located at the call."""
+  params = _params(op, label)
+  if params is None:
+    return {}
+  try:
+    inputs = engine._sample(op, seed, params)  # pylint: disable=protected-access
+  except Exception:  # pylint: disable=broad-except  # The sample row says why.
+    return {}
+  found = _backward_cause(op, label, params, inputs, rows, seed, in_time)
+  rest = [r for r in rows if id(r) not in found and r.backend != "numpy"]
+  if find_divergence is None or not rest:
+    return found
+  diverging = _divergence_causes(op, label, params, inputs, rest, seed, in_time)
+  numerical = [d for d in diverging.values() if d.kind in NUMERICAL]
+  if numerical:
+    found = {k: numerical[0] if d.kind == Kind.ILL_CONDITIONED else d
+             for k, d in found.items()}
+  return {**found, **diverging}
+
+
+def _backward_cause(op: OpDef, label: str, params: dict, inputs, rows: list[Row], seed: int,
+                    in_time: Callable[[], bool]) -> dict[int, Diagnosis]:
+  """The rows a wrong reference backward explains, with its diagnosis."""
+  if not any(r.check in FROM_BACKWARD or NOT_LINEAR in r.note for r in rows):
+    return {}
+  try:
+    wrong = backward.diagnose(op, params, inputs, seed, in_time)
+  except Exception:  # pylint: disable=broad-except  # Left to `_unknown` (or timed out).
+    return {}
+  if wrong is None:
+    return {}
+  wrong = dataclasses.replace(wrong, cause=_cause_id(op.name, label, wrong))
+  return {id(r): wrong for r in rows if r.check in FROM_BACKWARD
+          or (wrong.kind in LINEARITY and NOT_LINEAR in r.note)}
+
+
+def _divergence_causes(op: OpDef, label: str, params: dict, inputs, rows: list[Row],
+                       seed: int, in_time: Callable[[], bool]) -> dict[int, Diagnosis]:
+  """Per backend, dtype, mode and device of ``rows``, the first diverging call; settings
+  whose calls agree (kind, line, call) share one cause."""
+  causes: dict[tuple, Diagnosis] = {}
+  found = {}
+  for setting, group in _grouped(rows, lambda r: (r.backend, r.dtype, r.mode, r.device)).items():
+    if not in_time():
+      break
+    diagnosis = _divergence(op, params, inputs, seed, *setting)
+    if diagnosis is None:
+      continue
+    key = (diagnosis.kind, diagnosis.file, diagnosis.line, diagnosis.call)
+    if key not in causes:
+      causes[key] = dataclasses.replace(diagnosis, cause=_cause_id(op.name, label, diagnosis))
+    found.update({id(r): causes[key] for r in group})
+  return found
+
+
+def _divergence(op: OpDef, params: dict, inputs, seed: int, backend: str, dtype: str,
+                mode: str, device: str) -> Diagnosis | None:
+  """The first diverging call of one setting, with the check's inputs and cotangents."""
+  try:
+    cast = setting.cast_inputs(inputs, compare.dtype_of(dtype))
+    if cast is None:
+      return None
+    outputs, _ = engine._load("numpy").vjp(op, *cast, **params)  # pylint: disable=protected-access
+    rng = np.random.default_rng([seed, zlib.crc32(dtype.encode())])  # The check's draw.
+    cotangents = [engine._random_like(rng, o)  # pylint: disable=protected-access
+                  for o in validation.as_tuple(outputs)]
+    return find_divergence(op, params, cast, cotangents, backend=backend, dtype=dtype,
+                           mode=mode, device=device)
+  except Exception:  # pylint: disable=broad-except  # Left to `_unknown`.
+    return None
+
+
+def _cause_id(op: str, label: str, diagnosis: Diagnosis) -> str:
+  where = diagnosis.where()
+  return f"{op} {label}: {diagnosis.kind}" + (f" at {where}" if where else "")
+
+
+def _unknown(rows: list[Row], found: dict[int, Diagnosis],
+             timed_out: bool) -> dict[int, Diagnosis]:
+  """``unknown`` for the rows no diagnosis explains, with the numbers of the worst."""
+  left = [r for r in rows if id(r) not in found]
+  if not left:
+    return {}
+  worst = max(left, key=lambda r: -1.0 if r.error is None else
+              r.error / (r.tolerance or 1.0) if np.isfinite(r.error) else np.inf)
+  raised = worst.error is None  # Every row left raised (or has no number).
+  why = ("not diagnosed within the time the op's rows took" if timed_out
+         else "it raised, so there is nothing to compare" if raised
+         else "no known mistake fits")
+  numbers = ("raised" if raised else f"error {worst.error:.2e}"
+             + (f" (tolerance {worst.tolerance:.0e})" if worst.tolerance is not None else ""))
+  diagnosis = Diagnosis(
+      Kind.UNKNOWN, f"{why}; worst row: {worst.check} {worst.backend} {worst.mode} "
+      f"{worst.dtype}, {numbers}" + (f": {worst.note}" if worst.note else ""),
+      values={"error": worst.error, "tolerance": worst.tolerance},
+      cause=f"{worst.op} {worst.params}: unknown")
+  return {id(r): diagnosis for r in left}
+
+
+def text(failures: Sequence[Row]) -> list[str] | None:
+  """The failing rows by cause: per cause its diagnosis with ``file.py:LINE`` and the
+  table of the rows it explains; None where the rows carry no diagnosis."""
+  if not any(r.diagnosis for r in failures):
+    return None
+  groups = _grouped(failures, lambda r: (r.diagnosis.cause if r.diagnosis else "",))
+  lines = [f"failing rows by cause ({len(groups)} cause{'s' if len(groups) != 1 else ''}):"]
+  for number, ((cause,), rows) in enumerate(groups.items(), 1):
+    d = rows[0].diagnosis
+    lines.append(f"{number}. {cause or 'not diagnosed'} ({len(rows)} "
+                 f"row{'s' if len(rows) != 1 else ''})")
+    if d is not None:
+      lines.append(f"   {d.message}")
+    table = Report(list(rows), 0.0, {}).table(summary=False)
+    lines += ["   " + line for line in table.splitlines()] + [""]
+  return lines
