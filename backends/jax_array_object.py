@@ -101,8 +101,9 @@ class Array:
     del copy
     return self.array.__array__(dtype)
 
-  def __dlpack__(self, /, **kwargs):
-    return self.array.__dlpack__(**kwargs)
+  def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+    return self.array.__dlpack__(**{k: v for k, v in given.items() if v is not None})
 
   def __dlpack_device__(self):
     return self.array.__dlpack_device__()

@@ -111,8 +111,9 @@ class Array:
     del copy
     return np.asarray(self.tensor.detach().cpu().numpy(), dtype=dtype)
 
-  def __dlpack__(self, /, **kwargs):
-    return self.tensor.__dlpack__(**kwargs)
+  def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+    return self.tensor.__dlpack__(**{k: v for k, v in given.items() if v is not None})
 
   def __dlpack_device__(self):
     return self.tensor.__dlpack_device__()
@@ -220,23 +221,21 @@ def _fast_binary(name, python_op, floating_only=False):
   the fast path for floating and complex arrays only (``/`` of integers, ``**``, ``@``)."""
   slow, slow_reflected = _binary(name)
 
-  def same(t, other) -> bool:
-    kind = type(other)
-    if kind is Array:
-      return other.tensor.dtype == t.dtype and (not floating_only or _inexact(t))
-    if kind is int:
-      return t.dtype != torch.bool and (not floating_only or _inexact(t))
-    return kind is float and _inexact(t)
-
   def forward(self, other):
-    t = self.tensor
-    if same(t, other):
-      return Array(python_op(t, other.tensor if type(other) is Array else other))
+    t, kind = self.tensor, type(other)
+    if kind is Array:
+      o = other.tensor
+      if o.dtype == t.dtype and (not floating_only or t.is_floating_point() or t.is_complex()):
+        return Array(python_op(t, o))
+    elif kind is float and (t.is_floating_point() or t.is_complex()) or kind is int and (
+        (t.is_floating_point() or t.is_complex()) if floating_only else t.dtype != torch.bool):
+      return Array(python_op(t, other))
     return slow(self, other)
 
   def reflected(self, other):
-    t = self.tensor
-    if same(t, other) and type(other) is not Array:
+    t, kind = self.tensor, type(other)
+    if kind is float and (t.is_floating_point() or t.is_complex()) or kind is int and (
+        (t.is_floating_point() or t.is_complex()) if floating_only else t.dtype != torch.bool):
       return Array(python_op(other, t))
     return slow_reflected(self, other)
 
@@ -270,6 +269,9 @@ for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder"),
 for _op, _name in (("invert", "bitwise_invert"), ("neg", "negative"), ("pos", "positive"),
                    ("abs", "abs")):
   setattr(Array, f"__{_op}__", _unary(_name, getattr(operator, _op)))
+
+
+_CONTAINERS = (tuple, list, dict)
 
 
 def wrap(tree: Any) -> Any:
@@ -344,7 +346,11 @@ class BodyNamespace:
 def _arrays_in_and_out(fn):
   @functools.wraps(fn)  # fn's name, doc and signature (inspect.signature follows __wrapped__).
   def call(*args, **kwargs):
-    return wrap(fn(*unwrap(args), **unwrap(kwargs)) if kwargs else fn(*unwrap(args)))
+    # The common arguments (arrays, numbers) inline: this runs on every xp call of an op.
+    args = [a.tensor if type(a) is Array else unwrap(a) if type(a) in _CONTAINERS else a
+            for a in args]
+    out = fn(*args, **unwrap(kwargs)) if kwargs else fn(*args)
+    return Array(out) if type(out) is torch.Tensor else wrap(out)
   return call
 
 

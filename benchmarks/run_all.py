@@ -34,9 +34,10 @@ BENCHMARKS = ("check_cost", "overhead", "tf1_idiom", "dispatch", "bernoulli_mask
               "tf1_port_overhead", "torch_overhead", "sparse_conv", "sparse_network",
               "sparse_rulebook")
 # Benchmark binaries not run yet.
-# keras_step: its own subprocess per Keras backend, run alone; tensorflow_array_overhead:
-# the array object's eager cost, a development measurement with no settings() yet.
-PENDING = ("keras_step", "tensorflow_array_overhead")
+# keras_step: its own subprocess per Keras backend, run alone; tensorflow_array_overhead,
+# torch_array_overhead: the array object's eager cost, development measurements with no
+# settings() yet.
+PENDING = ("keras_step", "tensorflow_array_overhead", "torch_array_overhead")
 # Programs that are no benchmark: array_api_conformance runs the Array API test suite
 # (given its checkout); docs_tables writes docs/benchmarks.md from run_all's JSON.
 TOOLS = ("array_api_conformance", "docs_tables")

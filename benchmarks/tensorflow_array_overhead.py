@@ -15,16 +15,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from absl import flags
 import numpy as np
 import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
-from crossgrad.benchmarks import handwritten, overhead, timing
+from crossgrad.benchmarks import array_object_overhead, handwritten, overhead, timing
 from crossgrad.checker import usage
 
-FLAGS = flags.FLAGS
 
 
 def _rows(name: str, elements: int, budget_s: float) -> tuple:
@@ -51,31 +49,9 @@ def _rows(name: str, elements: int, budget_s: float) -> tuple:
 
 def run(sizes: Sequence[int] = (1_000,), ops: Sequence[str] | None = None,
         budget_s: float = 2.0, json_path: str | None = None) -> dict:
-  names = [n for n in (ops or cg.names()) if n in handwritten.BASELINES]
-  rows = [_rows(name, size, budget_s) for name in names for size in sizes]
-  header = ("op", "elements", "array object us", "plain tensors us", "ratio", "repeats")
-  timing.emit("eager TF train step: op bodies with the array object vs plain tf.Tensor "
-              "(ratio = array object / plain)", header, rows, None)
-  geomean = float(np.exp(np.mean([np.log(r[4]) for r in rows])))
-  print(f"geometric mean ratio {geomean:.3f}, max {max(r[4] for r in rows):.3f}")
-  payload = {"title": "TensorFlow array object eager overhead",
-             "settings": {"sizes": list(sizes), "budget_s": budget_s},
-             "summary": {"geomean_ratio": geomean, "max_ratio": max(r[4] for r in rows),
-                         "target_ratio": 1.10},
-             "rows": [dict(zip(header, r)) for r in rows]}
-  if json_path:
-    timing.write_json(json_path, payload)
-  return payload
-
-
-def main(argv):
-  del argv
-  run(FLAGS.sizes or (1_000,), FLAGS.ops, FLAGS.budget_s, FLAGS.json)
+  return array_object_overhead.run(_rows, "TensorFlow", 1.10, sizes, ops, budget_s, json_path)
 
 
 if __name__ == "__main__":
-  timing.define_common_flags("tensorflow_array_overhead")
-  timing.define_ints("sizes", "Element counts (default 1000).")
-  flags.DEFINE_list("ops", None, "Op names (default all with a baseline).")
-  flags.DEFINE_float("budget_s", 2.0, "Seconds of timing per op and size.")
-  usage.run(main)
+  array_object_overhead.define_flags("tensorflow_array_overhead")
+  usage.run(array_object_overhead.main_running(_rows, "TensorFlow", 1.10))
