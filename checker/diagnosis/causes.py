@@ -18,17 +18,13 @@ from typing import Callable, Sequence
 import numpy as np
 
 from crossgrad.checker import compare, engine
-from crossgrad.checker.diagnosis import backward
+from crossgrad.checker.diagnosis import backward, divergence
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Report, Row
 from crossgrad.checker.rows import setting
 from crossgrad.registry import validation
 from crossgrad.registry.opdef import OpDef
 
-try:
-  from crossgrad.checker.diagnosis.divergence import find_divergence
-except ImportError:
-  find_divergence = None
 
 FROM_BACKWARD = (Check.FD, Check.JVP, Check.SECOND_ORDER)  # Rows a wrong backward fails.
 # What a backend that checks the backward's linearity in g (JAX's) raises with: its rows
@@ -90,7 +86,7 @@ def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
     return {}
   found = _backward_cause(op, label, params, inputs, rows, seed, in_time)
   rest = [r for r in rows if id(r) not in found and r.backend != "numpy"]
-  if find_divergence is None or not rest:
+  if not rest:
     return found
   diverging = _divergence_causes(op, label, params, inputs, rest, seed, in_time)
   numerical = [d for d in diverging.values() if d.kind in NUMERICAL]
@@ -146,8 +142,8 @@ def _divergence(op: OpDef, params: dict, inputs, seed: int, backend: str, dtype:
     rng = np.random.default_rng([seed, zlib.crc32(dtype.encode())])  # The check's draw.
     cotangents = [engine._random_like(rng, o)  # pylint: disable=protected-access
                   for o in validation.as_tuple(outputs)]
-    return find_divergence(op, params, cast, cotangents, backend=backend, dtype=dtype,
-                           mode=mode, device=device)
+    return divergence.find_divergence(op, params, cast, cotangents, backend=backend,
+                                      dtype=dtype, mode=mode, device=device)
   except Exception:  # pylint: disable=broad-except  # Left to `_unknown`.
     return None
 
