@@ -85,7 +85,8 @@ def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
   except Exception:  # pylint: disable=broad-except  # The sample row says why.
     return {}
   found = _backward_cause(op, label, params, inputs, rows, seed, in_time)
-  rest = [r for r in rows if id(r) not in found and r.backend != "numpy"]
+  rest = [r for r in rows  # A row that raised has no values a call could explain.
+          if id(r) not in found and r.backend != "numpy" and r.error is not None]
   if not rest:
     return found
   diverging = _divergence_causes(op, label, params, inputs, rest, seed, in_time)
