@@ -1,6 +1,7 @@
 """A red row says what is wrong and where: planted wrong backwards get their kind, input,
 factor and line; correct ops get no diagnosis; the report groups rows under causes."""
 
+import dataclasses
 import inspect
 import json
 import subprocess
@@ -319,3 +320,27 @@ def test_rows_that_raised_are_unknown_with_the_exception():
   assert diagnosis.kind == Kind.UNKNOWN
   assert diagnosis.message.startswith("it raised, so there is nothing to compare")
   assert "ValueError: planted" in diagnosis.message
+
+
+def _one_pass_variance(xp, x):
+  mean = xp.mean(x, axis=-1)
+  return xp.mean(x * x, axis=-1) - mean * mean, (x, mean)
+
+
+def _one_pass_variance_backward(xp, residuals, g):
+  x, mean = residuals
+  return (2.0 * g[..., None] * (x - mean[..., None]) / x.shape[-1],)
+
+
+def test_a_row_that_raised_joins_no_divergence():
+  op = _op("one_pass_variance", _one_pass_variance, _one_pass_variance_backward,
+           lambda rng: (1000.0 + rng.standard_normal((4, 16)),))
+  report = engine.cross_check([op], backends=["jax"], dtypes=["float32"], modes=["eager"],
+                              special=False)
+  eager = next(r for r in report.failures if r.check == "forward")
+  raised = dataclasses.replace(eager, mode="jit", error=None, note="ValueError: planted")
+  report = causes.diagnose(Report([*report.rows, raised], report.seconds, {}), [op])
+  by_mode = {r.mode: r.diagnosis for r in report.failures if r.check == "forward"}
+  assert by_mode["eager"].kind == Kind.CANCELLATION
+  assert by_mode["jit"].kind == Kind.UNKNOWN
+  assert by_mode["jit"].message.startswith("it raised, so there is nothing to compare")

@@ -78,6 +78,19 @@ def _log_backward(xp, residuals, g):
 LOG = cg.OpDef("t_log", _log, _log_backward)
 
 
+def _naive_logsumexp(xp, x):
+  total = xp.sum(xp.exp(x), axis=-1)  # Subnormal terms: flushed to 0 by XLA on CPU.
+  return xp.log(total), (x, total)
+
+
+def _naive_logsumexp_backward(xp, residuals, g):
+  x, total = residuals
+  return (xp.exp(x) / total[..., None] * g[..., None],)
+
+
+LOGSUMEXP = cg.OpDef("t_naive_logsumexp", _naive_logsumexp, _naive_logsumexp_backward)
+
+
 def _sin(xp, x):
   return xp.sin(x), (x,)
 
@@ -190,6 +203,15 @@ def test_log_of_a_subnormal():
   assert (found.kind, found.call) == (Kind.INTERMEDIATE, "xp.log")
   assert found.values["expected"]["first"][0] == pytest.approx(float(np.log(x[0])), rel=1e-6)
   assert _diagnose(LOG, [x], "torch") is None
+
+
+def test_exp_flushed_to_zero_is_a_special_value():
+  x = np.array([[-95.0, -94.0, -96.5]], F32)  # exp(x): subnormal in NumPy, 0 under XLA.
+  found = _diagnose(LOGSUMEXP, [x], "jax")
+  assert (found.kind, found.call, found.line) == (
+      Kind.SPECIAL_VALUE, "xp.exp", _line("total = xp.sum(xp.exp(x), axis=-1)"))
+  assert found.values["flushed_subnormals"] == 3
+  assert _diagnose(LOGSUMEXP, [x + 60.0], "jax") is None  # Normal range: no divergence.
 
 
 def test_correct_op_gets_none():

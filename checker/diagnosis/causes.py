@@ -85,9 +85,10 @@ def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
   except Exception:  # pylint: disable=broad-except  # The sample row says why.
     return {}
   found = _backward_cause(op, label, params, inputs, rows, seed, in_time)
-  # A kernel's program is opaque: tracing the op's definition would not find its fault.
+  # A kernel's program is opaque: tracing the op's definition would not find its fault;
+  # a row that raised has no values a call could explain.
   rest = [r for r in rows if id(r) not in found and r.backend != "numpy"
-          and r.impl == "emitted"]
+          and r.impl == "emitted" and r.error is not None]
   if not rest:
     return found
   diverging = _divergence_causes(op, label, params, inputs, rest, seed, in_time)

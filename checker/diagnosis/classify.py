@@ -1,6 +1,7 @@
 """The numerical kind of a diverging call, and the small numbers that back it.
 
-`classify` names ``special_value`` (NaN or inf in one result only), ``sign_ambiguity``
+`classify` names ``special_value`` (NaN or inf in one result only, or subnormal results
+flushed to zero), ``sign_ambiguity``
 (eigen- or singular vectors equal up to a sign per vector), ``ill_conditioned`` (linear
 algebra on a matrix whose condition number times eps exceeds the tolerance),
 ``cancellation`` (a sum or difference of nearly equal values whose inputs agree closely and
@@ -68,7 +69,7 @@ def classify(ref: Call, call: Call, j: int, dtype: str,
   """The kind of the divergence at output ``j`` of ``call`` (``ref``: the reference's),
   one sentence on it, and the numbers that back it."""
   expected, actual = ref.outputs[j], call.outputs[j]
-  for check in (_special_value, _sign_ambiguity, _ill_conditioned, _cancellation):
+  for check in (_special_value, _flushed, _sign_ambiguity, _ill_conditioned, _cancellation):
     found = check(ref, call, expected, actual, dtype, tolerance)
     if found is not None:
       return found
@@ -98,6 +99,25 @@ def _special_value(ref, call, expected, actual, dtype, tolerance):
           "before the call, not after it).",
           {"nonfinite_actual": int(bad_a.sum()), "nonfinite_expected": int(bad_e.sum()),
            "zero_inputs": zeros})
+
+
+def _flushed(ref, call, expected, actual, dtype, tolerance):
+  """Subnormal reference results that are 0 in the backend (flush to zero, as TensorFlow
+  and XLA do on CPU), where they alone make the difference."""
+  if (actual is None or expected is None or np.shape(actual) != np.shape(expected)
+      or not compare.is_floating(np.asarray(expected).dtype)):
+    return None
+  expected, actual = np.asarray(expected), np.asarray(actual)
+  tiny = float(compare.finfo(expected.dtype).tiny)
+  flushed = (expected != 0) & (np.abs(expected) < tiny) & (actual == 0)
+  if not flushed.any() or _relative(np.where(flushed, expected, actual), expected) > tolerance:
+    return None
+  n = int(flushed.sum())
+  return (Kind.SPECIAL_VALUE,
+          f"{n} of {flushed.size} results are subnormal (below {tiny:.3g}) in the reference "
+          "and 0 in the backend, which flushes subnormals to zero; keep values in the normal "
+          "range (e.g. subtract the maximum before exp).",
+          {"flushed_subnormals": n, "tiny": tiny})
 
 
 def _sign_ambiguity(ref, call, expected, actual, dtype, tolerance):
