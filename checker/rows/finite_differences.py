@@ -78,14 +78,16 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
     start = time.perf_counter()
     try:
       at = [compare.as_real(inputs[i]) for i in argnums]  # The forward's outputs: `vjp_at`'s.
-      err, how = finite_diff.vjp_error(target, vjp, at, np.random.default_rng(seed),
-                                       floating(vjp_at(at)[0]) if function is forward else None)
+      err, how, finding = finite_diff.vjp_error(
+          target, vjp, at, np.random.default_rng(seed),
+          floating(vjp_at(at)[0]) if function is forward else None)
     except Exception as e:  # pylint: disable=broad-except  # Informational rows stay so.
       return context.row(check, None, finite_diff.TOLERANCE, not must_pass, first_line(e),
                          time.perf_counter() - start)
     passed = err <= finite_diff.TOLERANCE
     return context.row(check, err, finite_diff.TOLERANCE, passed or not must_pass,
-                       f"{names}; {how}; {note_fn(passed)}", time.perf_counter() - start)
+                       f"{names}; {how}; {finding or note_fn(passed)}",
+                       time.perf_counter() - start)
 
   def forward(xp, *args, **kwargs):
     return op.forward(xp, *args, **kwargs)[0]
