@@ -83,6 +83,12 @@ def test_a_backward_not_linear_in_g_fails_though_unit_cotangents_agree(name, n, 
     assert error > 1e-3
 
 
+def test_a_nan_backward_fails_without_a_linearity_claim():
+  x = [RNG.standard_normal(4)]
+  error, _, found = finite_diff.vjp_error(_sin, _sin_vjp(lambda c: c * np.nan), x, RNG)
+  assert np.isnan(error) and found == ""
+
+
 def _op(name, backward_fn, sample, **kwargs):
   return cg.OpDef(f"t_fd_{name}", lambda xp, x: (xp.sin(x), (x,)), backward_fn,
                   sample=sample, **kwargs)
