@@ -1,7 +1,9 @@
 """Finite-difference checks of a VJP, in float64 NumPy.
 
-Small inputs get the full Jacobian compared entry by entry; large ones get the
-directional dot-product test <J t, c> = <t, J^T c> over a few random directions
+Small inputs get the full Jacobian compared entry by entry, and the backward's VJP for a
+random cotangent against the one the unit cotangents' rows make (one-hot cotangents alone
+pass a backward not linear in g, such as g * g * f'(x), or one that ignores g); large ones
+get the directional dot-product test <J t, c> = <t, J^T c> over a few random directions
 (one with c = J t, which makes a scaled or sign-flipped backward stand out), a few
 passes over the input whatever its size. Random directions, here and in
 every row of the check, are `uniform`.
@@ -9,7 +11,7 @@ every row of the check, are `uniform`.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -17,6 +19,18 @@ Arrays = Sequence[np.ndarray]
 FULL_JACOBIAN_LIMIT = 256  # Inputs and outputs up to this many elements.
 TOLERANCE = 1e-6
 STEP = 1e-6
+# What a full-Jacobian check finds about a backward that fails the random cotangent.
+NOT_LINEAR = "backward is not linear in the cotangent g"
+IGNORES_G = NOT_LINEAR + ": it ignores g"
+
+
+class Result(NamedTuple):
+  """A VJP against finite differences: the relative ``error``, ``how`` it was measured, and
+  ``finding``: `NOT_LINEAR` or `IGNORES_G` where the random cotangent shows it, else ''."""
+
+  error: float
+  how: str
+  finding: str = ""
 
 
 def uniform(rng: np.random.Generator, shape, dtype=np.float64) -> np.ndarray:
@@ -62,11 +76,22 @@ def _step(inputs: Arrays) -> float:
 
 
 def full_jacobian_error(f: Callable[[Arrays], Arrays], vjp: Callable[[Arrays, Arrays], Arrays],
-                        inputs: Arrays) -> float:
-  """Largest entry of |J_fd - J_vjp|, relative to the largest entry of J_vjp (at least 1).
+                        inputs: Arrays, rng: np.random.Generator | None = None) -> float:
+  """The worse of `_full_jacobian`'s two errors."""
+  return _full_jacobian(f, vjp, inputs, rng or np.random.default_rng(0))[0]
 
-  ``f`` maps the differentiable inputs to the floating outputs; ``vjp(inputs, c)``
-  returns the cotangents of those inputs for output cotangents ``c``.
+
+def _full_jacobian(f: Callable[[Arrays], Arrays], vjp: Callable[[Arrays, Arrays], Arrays],
+                   inputs: Arrays, rng: np.random.Generator) -> tuple[float, str]:
+  """The worse of two errors, and what the second found (`Result.finding`).
+
+  Largest entry of |J_fd - J_vjp| (J_vjp's rows: the VJPs of unit cotangents), relative to
+  the largest entry of J_vjp (at least 1); and the linearity error: largest entry of
+  |B(c) - J_vjp^T c| for a `uniform` cotangent c, relative to that of |J_vjp|^T |c| (at
+  least 1). A linear backward makes the second a rounding error; with the first it gives
+  B(c) = J_fd^T c, with no forward evaluation more. ``f`` maps the differentiable inputs
+  to the floating outputs; ``vjp(inputs, c)`` returns the cotangents of those inputs for
+  output cotangents ``c``.
   """
   inputs = [np.asarray(x, np.float64) for x in inputs]
   x0 = _flat(inputs)
@@ -85,7 +110,15 @@ def full_jacobian_error(f: Callable[[Arrays], Arrays], vjp: Callable[[Arrays, Ar
     c[i] = 1.0
     analytic[i] = _flat(vjp(inputs, _unflat(c, outputs)))
   scale = max(1.0, float(np.max(np.abs(analytic), initial=0.0)))
-  return float(np.max(np.abs(numeric - analytic), initial=0.0)) / scale
+  error = float(np.max(np.abs(numeric - analytic), initial=0.0)) / scale
+  c = uniform(rng, analytic.shape[0])
+  at_c = _flat(vjp(inputs, _unflat(c, outputs)))
+  worst = float(np.max(np.abs(at_c - analytic.T @ c), initial=0.0))
+  linearity = worst / max(1.0, float(np.max(np.abs(analytic).T @ np.abs(c), initial=0.0)))
+  if not linearity > TOLERANCE:  # NaN claims nothing: the entries' error says it.
+    return error, ""
+  ignores = np.max(np.abs(at_c - analytic[0])) <= TOLERANCE * scale  # B(c) = B(e_0).
+  return max(error, linearity), IGNORES_G if ignores else NOT_LINEAR
 
 
 def directional_error(f: Callable[[Arrays], Arrays], vjp: Callable[[Arrays, Arrays], Arrays],
@@ -121,14 +154,15 @@ def directional_error(f: Callable[[Arrays], Arrays], vjp: Callable[[Arrays, Arra
 
 def vjp_error(f: Callable[[Arrays], Arrays], vjp: Callable[[Arrays, Arrays], Arrays],
               inputs: Arrays, rng: np.random.Generator,
-              outputs: Arrays | None = None) -> tuple[float, str]:
-  """The full-Jacobian error for small problems, the directional one otherwise;
+              outputs: Arrays | None = None) -> Result:
+  """The full-Jacobian check for small problems, the directional one otherwise;
   ``outputs``: ``f(inputs)`` where the caller has it (one forward fewer)."""
   n_in = sum(np.size(x) for x in inputs)
   if outputs is None:
     outputs = f([np.asarray(x, np.float64) for x in inputs])
   n_out = sum(np.size(o) for o in outputs)
   if n_in <= FULL_JACOBIAN_LIMIT and n_out <= FULL_JACOBIAN_LIMIT:
-    return full_jacobian_error(f, vjp, inputs), f"full Jacobian {n_out}x{n_in}"
-  return (directional_error(f, vjp, inputs, rng, outputs=outputs),
-          f"directional, {n_in} inputs")
+    error, finding = _full_jacobian(f, vjp, inputs, rng)
+    return Result(error, f"full Jacobian {n_out}x{n_in}", finding)
+  return Result(directional_error(f, vjp, inputs, rng, outputs=outputs),
+                f"directional, {n_in} inputs")

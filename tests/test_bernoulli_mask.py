@@ -130,11 +130,11 @@ def _fd_errors(op):
   u = np.where(np.abs(u - p) < 0.05, (p + 0.5) % 1.0, u)  # Off the mask's jumps.
   vjp = _reference_vjp(op)
   rng = np.random.default_rng(0)
-  err_p, _ = finite_diff.vjp_error(
-      lambda x: [x[0] * features], lambda x, c: [vjp(x[0], features, u, c[0])[0]], [p], rng)
+  err_p = finite_diff.vjp_error(
+      lambda x: [x[0] * features], lambda x, c: [vjp(x[0], features, u, c[0])[0]], [p], rng).error
   m = (u < p).astype(np.float64)
-  err_f, _ = finite_diff.vjp_error(
-      lambda x: [m * x[0]], lambda x, c: [vjp(p, x[0], u, c[0])[1]], [features], rng)
+  err_f = finite_diff.vjp_error(
+      lambda x: [m * x[0]], lambda x, c: [vjp(p, x[0], u, c[0])[1]], [features], rng).error
   return err_p, err_f
 
 

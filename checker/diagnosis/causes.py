@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from crossgrad.checker import compare, engine
+from crossgrad.checker import compare, engine, finite_diff
 from crossgrad.checker.diagnosis import backward, divergence
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Report, Row
@@ -27,9 +27,9 @@ from crossgrad.registry.opdef import OpDef
 
 
 FROM_BACKWARD = (Check.FD, Check.JVP, Check.SECOND_ORDER)  # Rows a wrong backward fails.
-# What a backend that checks the backward's linearity in g (JAX's) raises with: its rows
-# follow from a backward that ignores g or is not linear in it.
-NOT_LINEAR = "backward is not linear in the cotangent g"
+# What the fd row says, and a backend that checks the backward's linearity in g (JAX's)
+# raises with: its rows follow from a backward that ignores g or is not linear in it.
+NOT_LINEAR = finite_diff.NOT_LINEAR
 LINEARITY = (Kind.IGNORES_COTANGENT, Kind.NOT_LINEAR_IN_COTANGENT)
 NUMERICAL = (Kind.CANCELLATION, Kind.ILL_CONDITIONED)  # Divergences that lose digits.
 MIN_SECONDS = 1.0  # The least time an op's diagnosis gets, however fast its rows were.

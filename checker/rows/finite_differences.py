@@ -33,6 +33,11 @@ def _kept_for_last(compute: Callable[[list], Any]) -> Callable[[list], Any]:
   return at
 
 
+def _floating(outputs) -> list[np.ndarray]:
+  """The floating outputs, complex ones as pairs of reals: finite differences see R^2n."""
+  return [compare.as_real(o) for o in validation.as_tuple(outputs) if compare.is_inexact(o.dtype)]
+
+
 def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
                            seed: int = 0) -> list[Row]:
   """float64 rows checking the reference backward by finite differences.
@@ -47,10 +52,6 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
   inputs = setting.cast_inputs(inputs, np.dtype(np.float64))
   context = RowContext(op.name, setting.params_label(params), "numpy", "cpu:0", "float64", "eager")
 
-  def floating(outputs):  # Complex ones as pairs of reals: finite differences see R^2n.
-    return [compare.as_real(o) for o in validation.as_tuple(outputs)
-            if compare.is_inexact(o.dtype)]
-
   def row(check, function, argnums, must_pass, note_fn):
     """Checks the cotangents of ``argnums`` against finite differences of ``function``."""
     def with_varied(varied):
@@ -59,7 +60,7 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
               else swap[i] for i, x in enumerate(inputs)]
 
     def target(varied):
-      return floating(function(reference.xp, *with_varied(varied), **params))
+      return _floating(function(reference.xp, *with_varied(varied), **params))
 
     vjp_at = _kept_for_last(lambda varied: reference.vjp(op, *with_varied(varied), **params))
 
@@ -78,14 +79,16 @@ def finite_difference_rows(op: OpDef, params: dict, inputs: Sequence[np.ndarray]
     start = time.perf_counter()
     try:
       at = [compare.as_real(inputs[i]) for i in argnums]  # The forward's outputs: `vjp_at`'s.
-      err, how = finite_diff.vjp_error(target, vjp, at, np.random.default_rng(seed),
-                                       floating(vjp_at(at)[0]) if function is forward else None)
+      err, how, finding = finite_diff.vjp_error(
+          target, vjp, at, np.random.default_rng(seed),
+          _floating(vjp_at(at)[0]) if function is forward else None)
     except Exception as e:  # pylint: disable=broad-except  # Informational rows stay so.
       return context.row(check, None, finite_diff.TOLERANCE, not must_pass, first_line(e),
                          time.perf_counter() - start)
     passed = err <= finite_diff.TOLERANCE
     return context.row(check, err, finite_diff.TOLERANCE, passed or not must_pass,
-                       f"{names}; {how}; {note_fn(passed)}", time.perf_counter() - start)
+                       f"{names}; {how}; {finding or note_fn(passed)}",
+                       time.perf_counter() - start)
 
   def forward(xp, *args, **kwargs):
     return op.forward(xp, *args, **kwargs)[0]
