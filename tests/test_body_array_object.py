@@ -28,8 +28,7 @@ def _backward(xp, residuals, g):
   x, rows = residuals
   hit = rows[:, None] == xp.arange(x.shape[0], device=x.device)  # int32 against int64.
   spread = xp.ones((1, x.shape[1]), dtype=g.dtype, device=g.device)
-  # xp.matmul, not @: torch 2.13's Dynamo traces no @ between Python objects (docs/torch.md).
-  return xp.matmul(xp.astype(hit, g.dtype).mT, g[:, None] * spread) * (2.0 / x.size), None
+  return (xp.astype(hit, g.dtype).mT @ (g[:, None] * spread)) * (2.0 / x.size), None
 
 
 def _op(name, backward=_backward):
