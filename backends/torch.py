@@ -33,7 +33,7 @@ from torch.autograd import forward_ad
 from torch.utils import _pytree as pytree
 
 from crossgrad.backends import (base, kernel_core, op_core, torch_array_api,
-                                torch_array_object)
+                                torch_array_object, torch_dynamo_matmul)
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import CONSTANTS, EXTENSIONS, FUNCTIONS, Namespace
@@ -335,6 +335,7 @@ def _body_on(device: torch.device) -> torch_array_object.BodyNamespace:
 
 
 torch_array_object.use_namespaces(xp, _body_on)
+torch_dynamo_matmul.install_when_dynamo_loads(torch_array_object.Array)  # `a @ b` in bodies.
 
 
 def _namespace_for(tensors: Sequence[Any]) -> Any:

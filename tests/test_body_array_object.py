@@ -16,11 +16,8 @@ def _forward(xp, x, rows):
   here = x.to_device(x.device)
   phase = ns.exp(xp.zeros(x.shape, dtype=_complex_dtype(xp, x), device=x.device) + 0.5j)
   rotated = xp.real((here * phase) * xp.conj(phase))  # Real x complex operators: x again.
-  # Integer-array indexing (int32 indices). Of the integer operand: TensorFlow's forward mode
-  # cannot differentiate the gather that indexes a differentiable array (its gradient is an
-  # IndexedSlices, "'IndexedSlices' object has no attribute '_id'" in the jvp and
-  # second-order rows).
-  picked = xp.take(rotated, rows[xp.asarray([0, 1], dtype=xp.int8, device=x.device)], axis=0)
+  # Integer-array indexing: of the int32 operand by int8 indices, then of a differentiable one.
+  picked = rotated[rows[xp.asarray([0, 1], dtype=xp.int8, device=x.device)]]
   return xp.sum(picked.mT.T * 2.0, axis=-1) / x.size, (x, rows)
 
 
@@ -28,8 +25,7 @@ def _backward(xp, residuals, g):
   x, rows = residuals
   hit = rows[:, None] == xp.arange(x.shape[0], device=x.device)  # int32 against int64.
   spread = xp.ones((1, x.shape[1]), dtype=g.dtype, device=g.device)
-  # xp.matmul, not @: torch 2.13's Dynamo traces no @ between Python objects (docs/torch.md).
-  return xp.matmul(xp.astype(hit, g.dtype).mT, g[:, None] * spread) * (2.0 / x.size), None
+  return (xp.astype(hit, g.dtype).mT @ (g[:, None] * spread)) * (2.0 / x.size), None
 
 
 def _op(name, backward=_backward):

@@ -220,3 +220,28 @@ def test_body_namespace_keeps_signatures():
   for name in ("sum", "asarray", "concat", "matmul", "matrix_transpose"):
     assert inspect.signature(getattr(xp, name)) == inspect.signature(
         getattr(cg.tensorflow.xp, name)), name
+
+
+def _pick_forward(xp_, x, rows):
+  return x[rows] * 2.0, (rows,)
+
+
+def _pick_backward(xp_, residuals, g):
+  (rows,) = residuals
+  hit = xp_.astype((rows % 4)[:, None] == xp_.arange(4), g.dtype)  # One-hot rows of x.
+  return (hit.mT @ g) * 2.0, None
+
+
+PICK_ROWS = cg.OpDef("tensorflow_array_pick_rows", _pick_forward, _pick_backward,
+                     nondiff=("rows",),
+                     sample=lambda rng: (rng.standard_normal((4, 3)),
+                                         np.array([2, -4, 2], np.int32)))
+
+
+def test_integer_array_indexing_of_a_differentiable_array_checks_in_forward_mode():
+  """``x[rows]`` (a repeated and a negative row): tangents and second order in every mode."""
+  report = cg.cross_check([PICK_ROWS], backends=["tensorflow"], dtypes=["float32"],
+                          modes=["eager", "graph", "jit"], special=False)
+  assert report.ok, report
+  ran = {(r.mode, str(r.check)) for r in report.rows if r.ok}
+  assert {(m, c) for m in ("eager", "graph", "jit") for c in ("jvp", "second_order")} <= ran

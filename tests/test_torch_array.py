@@ -210,3 +210,33 @@ def test_inductor_code_is_the_same():
       _, code = run_and_get_code(torch.compile(fn, fullgraph=True), x)
     codes.append(code)
   assert codes[0] and codes[0] == codes[1]
+
+
+def _matmul_forward(xp_, x, w):
+  del xp_
+  return x @ w, (x, w)
+
+
+def _matmul_backward(xp_, residuals, g):
+  del xp_
+  x, w = residuals
+  return g @ w.mT, x.mT @ g
+
+
+MATMUL = cg.OpDef("torch_array_matmul", _matmul_forward, _matmul_backward,
+                  sample=lambda rng: (rng.standard_normal((2, 3)), rng.standard_normal((3, 4))))
+
+
+def test_an_op_using_the_matmul_operator_checks_eagerly_and_compiled():
+  """``@`` between two arrays in the body, forward and backward: Dynamo traces it through the
+  array object's ``__matmul__`` (backends/torch_dynamo_matmul.py)."""
+  report = cg.cross_check([MATMUL], backends=["torch"], dtypes=["float32"],
+                          modes=["eager", "compile"], special=False)
+  assert report.ok, report
+  ran = {(r.mode, str(r.check)) for r in report.rows if r.ok}
+  assert {("eager", "vjp"), ("compile", "vjp"), ("compile", "forward")} <= ran, ran
+
+
+def test_the_matmul_operator_traces_to_the_plain_tensor_graph():
+  with_wrapper = _dynamo_graph(MATMUL, {}, True)
+  assert with_wrapper and with_wrapper == _dynamo_graph(MATMUL, {}, False)

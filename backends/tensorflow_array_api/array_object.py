@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from crossgrad.backends.tensorflow_array_api._linalg import matmul_transposed
+from crossgrad.backends.tensorflow_array_api._manipulation import take
 
 _ENABLED = [True]
 
@@ -419,6 +420,10 @@ def _getitem(x, key):
     raise IndexError("integer-array indexing takes integer arrays on the leading axes, "
                      "followed by full slices only; a boolean mask indexes alone")
   indices = [tf.cast(tf.convert_to_tensor(key[i]), tf.int64) for i in arrays]
+  if len(indices) == 1:
+    # xp.take (tf.gather): TF's forward mode and nested tapes differentiate its gradient, not
+    # gather_nd's by one index per element ("'IndexedSlices' object has no attribute '_id'").
+    return take(x, indices[0], axis=0)
   shape = indices[0].shape
   for i in indices[1:]:
     shape = tf.broadcast_static_shape(shape, i.shape)
