@@ -78,6 +78,10 @@ class Array:
 
   @property
   def T(self):  # pylint: disable=invalid-name
+    # A matrix's own .T traces to the same graph as in plain-tensor code; torch deprecates .T
+    # of other ranks, whose axes are reversed here with permute.
+    if self.tensor.ndim == 2:
+      return Array(self.tensor.T)
     return Array(self.tensor.permute(tuple(range(self.tensor.ndim))[::-1]))
 
   @property

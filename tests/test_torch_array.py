@@ -3,6 +3,7 @@ semantics against NumPy's, plain tensors at the op boundary, and built-in ops' D
 and Inductor code unchanged by the wrapper."""
 
 import contextlib
+import dataclasses
 import inspect
 
 import numpy as np
@@ -237,6 +238,15 @@ def test_an_op_using_the_matmul_operator_checks_eagerly_and_compiled():
   assert {("eager", "vjp"), ("compile", "vjp"), ("compile", "forward")} <= ran, ran
 
 
-def test_the_matmul_operator_traces_to_the_plain_tensor_graph():
-  with_wrapper = _dynamo_graph(MATMUL, {}, True)
-  assert with_wrapper and with_wrapper == _dynamo_graph(MATMUL, {}, False)
+def _matmul_backward_by_t(xp_, residuals, g):
+  del xp_
+  x, w = residuals
+  return g @ w.T, x.T @ g
+
+
+@pytest.mark.parametrize("backward", [_matmul_backward, _matmul_backward_by_t],
+                         ids=["mT", "T"])
+def test_the_matmul_operator_traces_to_the_plain_tensor_graph(backward):
+  op = dataclasses.replace(MATMUL, backward=backward)
+  with_wrapper = _dynamo_graph(op, {}, True)
+  assert with_wrapper and with_wrapper == _dynamo_graph(op, {}, False)
