@@ -36,15 +36,16 @@ BENCHMARKS = ("check_cost", "overhead", "tf1_idiom", "dispatch", "bernoulli_mask
 # Benchmark binaries not run yet.
 # keras_step: its own subprocess per Keras backend, run alone; tensorflow_array_overhead,
 # torch_array_overhead: the array object's eager cost, development measurements with no
-# settings() yet.
-PENDING = ("keras_step", "tensorflow_array_overhead", "torch_array_overhead")
+# settings() yet; kernels: registered native kernels against their emitted ops, run where the
+# kernels' hardware is (on CPU it times the Pallas and Triton interpreters).
+PENDING = ("keras_step", "tensorflow_array_overhead", "torch_array_overhead", "kernels")
 # Programs that are no benchmark: array_api_conformance runs the Array API test suite
 # (given its checkout); docs_tables writes docs/benchmarks.md from run_all's JSON.
 TOOLS = ("array_api_conformance", "docs_tables")
 # Modules the benchmarks import; not binaries.
 LIBRARIES = ("array_api_modes", "array_api_no_shrink_plugin", "array_api_tensorshape_plugin",
-             "handwritten", "handwritten_checked", "handwritten_torch", "hlo", "sparse_layer",
-             "sparse_loops", "timing")
+             "array_object_overhead", "handwritten", "handwritten_checked", "handwritten_torch",
+             "hlo", "sparse_layer", "sparse_loops", "timing")
 
 
 def _headlines(results: dict) -> dict:

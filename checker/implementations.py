@@ -17,7 +17,7 @@ from typing import Any, Collection, Iterator
 
 import numpy as np
 
-from crossgrad.checker import compare
+from crossgrad.checker import compare, round_trips
 from crossgrad.checker.report import Check
 from crossgrad.registry import kernels, validation
 from crossgrad.registry.kernels import EMITTED
@@ -46,7 +46,8 @@ def targets(target: Any, backend: str, module: Any, impls: Collection[str] | Non
       continue
     declared = {f"{backend}:{mode}": f"kernel {kernel.name!r}: {reason}"
                 for mode, reason in kernel.unsupported_modes.items()}
-    declared.update({f"{backend}:{mode}": _EXPORT for mode in getattr(module, "EXTRA_MODES", ())})
+    exports = round_trips.capabilities(module).EXTRA_MODES
+    declared.update({f"{backend}:{mode}": _EXPORT for mode in exports})
     op = dataclasses.replace(target.op, unsupported_modes={**target.op.unsupported_modes,
                                                            **declared})
     kernel_target = dataclasses.replace(target, op=op,

@@ -35,6 +35,7 @@ import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.checker import engine
+from crossgrad.checker.rows import setting
 from crossgrad.registry import validation
 from crossgrad.registry.ops import BUILTIN
 import op_batches
@@ -214,7 +215,7 @@ def main(argv):
   for op in ops:
     for index, params in enumerate(op.param_sets):
       params = op.resolve_params(params)
-      entry = {"op": op.name, "params": engine.params_label(params)}
+      entry = {"op": op.name, "params": setting.params_label(params)}
       try:
         entry["rows"] = run_op(op, params, seed=index)
       except Exception as e:  # pylint: disable=broad-except

@@ -8,6 +8,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 
+from crossgrad.backends import jax_array_object
 from crossgrad.registry.errors import CrossgradError
 
 
@@ -29,7 +30,7 @@ def host_call(name: str, what: str, fn: Callable[..., Any],
     return jax.pure_callback(fn, list(structs), *a, vmap_method="sequential")
 
   call.defjvp(_no_derivative(name, what, hint))
-  return list(call(*args))
+  return list(call(*jax_array_object.unwrap(args)))
 
 
 def tf_call(name: str, what: str, fn: Callable[..., Any], hint: str,
@@ -45,7 +46,7 @@ def tf_call(name: str, what: str, fn: Callable[..., Any], hint: str,
 
   def run(*args):
     try:
-      return call(*args)
+      return call(*jax_array_object.unwrap(args))
     except CrossgradError:
       raise
     except Exception as e:  # pylint: disable=broad-except  # TF's or XLA's, named here.

@@ -19,7 +19,7 @@ import numpy as np
 from absl import logging
 
 from crossgrad.backends import base
-from crossgrad.checker import compare
+from crossgrad.checker import compare, round_trips
 from crossgrad.checker.diagnosis import classify, program, recording
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.registry.opdef import OpDef
@@ -63,7 +63,8 @@ def _find(op, params, inputs, cotangents, *, backend, dtype, mode, device):
     note = "" if mode == eager_mode else f" (found in {eager_mode}; the row ran {mode})"
     return _diagnosis(found, reference, eager, backend, dtype, device, eager_mode, tolerance,
                       note)
-  if mode == eager_mode or mode not in module.MODES + getattr(module, "EXTRA_MODES", ()):
+  modes = module.MODES + round_trips.capabilities(module).EXTRA_MODES
+  if mode == eager_mode or mode not in modes:
     return None
   return _compiled(op, params, inputs, cotangents, module, reference, tolerance,
                    backend=backend, dtype=dtype, mode=mode, device=device)
