@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from crossgrad.backends import triton_first as _triton_first  # Before any LLVM carrier.
 from crossgrad.api import keras_hook as _keras_hook
 from crossgrad.api import numpy
 from crossgrad.checker.engine import cross_check

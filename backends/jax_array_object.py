@@ -191,6 +191,11 @@ def use_namespace(xp: Any) -> None:
   _XP[0], _BODY[0] = xp, BodyNamespace(xp)
 
 
+def plain_namespace(xp: Any) -> Any:
+  """The namespace under a body's ``xp`` (plain JAX arrays in and out); others as they are."""
+  return xp._xp if isinstance(xp, BodyNamespace) else xp  # pylint: disable=protected-access
+
+
 def body_namespace() -> BodyNamespace:
   """The ``xp`` of an op's body (one instance)."""
   return _BODY[0]

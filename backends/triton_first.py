@@ -1,12 +1,16 @@
-"""Imported before TensorFlow: loads Triton first where it is installed.
+"""Loads Triton, where it is installed, before any framework that brings its own LLVM.
 
-Triton and TensorFlow each bring LLVM; loading Triton's after TensorFlow's aborts the
-process ("Option ... registered more than once"), and torch.compile imports Triton on first
-use. In the other order both load. Importing Triton costs about half a second.
+Triton, TensorFlow and JAX's XLA each bring LLVM; loading Triton's after one of the others
+aborts the process ("Option ... registered more than once"), and torch.compile imports
+Triton on first use. Loaded first, Triton and the others coexist. ``import crossgrad`` and
+the TensorFlow backend import this module; Triton imports no framework.
 """
 
 import importlib.util
 import sys
 
-if "tensorflow" not in sys.modules and importlib.util.find_spec("triton") is not None:
+_LLVM_CARRIERS = ("tensorflow", "jax", "jaxlib")
+
+if (not any(name in sys.modules for name in _LLVM_CARRIERS)
+    and importlib.util.find_spec("triton") is not None):
   import triton  # pylint: disable=unused-import  # noqa: F401

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from crossgrad.backends import base
 from crossgrad.benchmarks import timing
+from crossgrad.checker import usage
 from crossgrad.examples import kernels as example
 from crossgrad.registry import kernels, op_registry
 
@@ -101,4 +102,4 @@ def main(argv):
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  usage.run(main)

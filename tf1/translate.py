@@ -18,6 +18,7 @@ import tensorflow as tf
 from tensorflow.python.eager import context
 from tensorflow.python.eager import execute
 
+from crossgrad.backends import jax_array_object
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.tf1 import legacy
 from crossgrad.tf1.handlers import HANDLERS
@@ -114,6 +115,12 @@ class Program:
     if self.missing:
       raise CrossgradError("TF code cannot run as xp code", op=self.name,
                            backend=xp.backend, argument="grad", actual="; ".join(self.missing))
+    plain = jax_array_object.plain_namespace(xp)
+    if plain is not xp:  # A JAX body's: the handlers are JAX code on plain arrays.
+      return jax_array_object.wrap(self._replay(plain, *jax_array_object.unwrap(args)))
+    return self._replay(xp, *args)
+
+  def _replay(self, xp: Any, *args: Any) -> list[Any]:
     values = dict(self._static)
     values.update(zip(self._inputs, args))
     for op in self._ops:
