@@ -54,6 +54,30 @@ def device_of(x: Any) -> Any:
   return None if isinstance(x, jax.core.Tracer) else x.device
 
 
+def _delegated(dunder):
+  """jax.Array's operator ``dunder`` (NotImplemented for an operand it does not take)."""
+  def apply(self, other):
+    out = getattr(self.array, dunder)(other.array if type(other) is Array else other)
+    return out if out is NotImplemented else Array(out)
+  return apply
+
+
+def _unary(dunder):
+  """jax.Array's unary operator ``dunder``."""
+  def apply(self):
+    return Array(getattr(self.array, dunder)())
+  return apply
+
+
+def _standard(name, reflected=False):
+  """The operator as ``xp``'s function ``name`` (the standard's special values)."""
+  def apply(self, other):
+    other = other.array if type(other) is Array else other
+    args = (other, self.array) if reflected else (self.array, other)
+    return Array(getattr(_XP[0], name)(*args))
+  return apply
+
+
 class Array:
   """A JAX array or tracer with the standard's array object (see the module docstring)."""
 
@@ -121,37 +145,44 @@ class Array:
     raise TypeError("JAX arrays are immutable: build the result with xp.where, xp.concat or "
                     "xp.segment_sum")
 
+  __add__ = _delegated("__add__")
+  __radd__ = _delegated("__radd__")
+  __sub__ = _delegated("__sub__")
+  __rsub__ = _delegated("__rsub__")
+  __mul__ = _delegated("__mul__")
+  __rmul__ = _delegated("__rmul__")
+  __truediv__ = _delegated("__truediv__")
+  __rtruediv__ = _delegated("__rtruediv__")
+  __pow__ = _delegated("__pow__")
+  __rpow__ = _delegated("__rpow__")
+  __matmul__ = _delegated("__matmul__")
+  __rmatmul__ = _delegated("__rmatmul__")
+  __and__ = _delegated("__and__")
+  __rand__ = _delegated("__rand__")
+  __or__ = _delegated("__or__")
+  __ror__ = _delegated("__ror__")
+  __xor__ = _delegated("__xor__")
+  __rxor__ = _delegated("__rxor__")
+  __lshift__ = _delegated("__lshift__")
+  __rlshift__ = _delegated("__rlshift__")
+  __rshift__ = _delegated("__rshift__")
+  __rrshift__ = _delegated("__rrshift__")
+  __eq__ = _delegated("__eq__")
+  __ne__ = _delegated("__ne__")
+  __lt__ = _delegated("__lt__")
+  __le__ = _delegated("__le__")
+  __gt__ = _delegated("__gt__")
+  __ge__ = _delegated("__ge__")
+  # Deviation from jax.Array: // and % follow the standard's special values (xp).
+  __floordiv__ = _standard("floor_divide")
+  __rfloordiv__ = _standard("floor_divide", reflected=True)
+  __mod__ = _standard("remainder")
+  __rmod__ = _standard("remainder", reflected=True)
+  __neg__ = _unary("__neg__")
+  __pos__ = _unary("__pos__")
+  __abs__ = _unary("__abs__")
+  __invert__ = _unary("__invert__")
   __hash__ = None
-
-
-def _delegated(dunder):
-  """jax.Array's operator ``dunder`` (NotImplemented for an operand it does not take)."""
-  def apply(self, other):
-    out = getattr(self.array, dunder)(other.array if type(other) is Array else other)
-    return out if out is NotImplemented else Array(out)
-  return apply
-
-
-def _standard(name, reflected=False):
-  """The operator as ``xp``'s function ``name`` (the standard's special values)."""
-  def apply(self, other):
-    other = other.array if type(other) is Array else other
-    args = (other, self.array) if reflected else (self.array, other)
-    return Array(getattr(_XP[0], name)(*args))
-  return apply
-
-
-for _op in ("add", "sub", "mul", "truediv", "pow", "matmul", "and", "or", "xor", "lshift",
-            "rshift"):
-  setattr(Array, f"__{_op}__", _delegated(f"__{_op}__"))
-  setattr(Array, f"__r{_op}__", _delegated(f"__r{_op}__"))
-for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
-  setattr(Array, f"__{_op}__", _delegated(f"__{_op}__"))
-for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder")):
-  setattr(Array, f"__{_op}__", _standard(_name))
-  setattr(Array, f"__r{_op}__", _standard(_name, reflected=True))
-for _op in ("neg", "pos", "abs", "invert"):
-  setattr(Array, f"__{_op}__", lambda self, _op=_op: Array(getattr(self.array, f"__{_op}__")()))
 
 
 def wrap(tree: Any) -> Any:
