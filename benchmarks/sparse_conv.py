@@ -251,7 +251,8 @@ def break_even(results: list[dict], name: str) -> str:
 
 
 def settings(quick: bool) -> dict:
-  return {"quick": quick, "repeats": 3 if quick else 9, "fractions": (0.01, 0.05, 0.2)}
+  return {"quick": quick, "repeats": 3 if quick else 9,
+          "fractions": (0.05, 0.2) if quick else (0.01, 0.05, 0.2)}
 
 
 def run(quick: bool = False, repeats: int = 9, fractions=(0.01, 0.05, 0.2), n_out: int = 16,

@@ -9,6 +9,7 @@ import pathlib
 
 from absl import flags
 import numpy as np
+import pytest
 
 import crossgrad as cg
 from crossgrad.benchmarks import (check_cost, handwritten, handwritten_torch, hlo, overhead,
@@ -50,19 +51,27 @@ def _positive(value):
   return isinstance(value, float) and np.isfinite(value) and value > 0
 
 
-def test_run_all_quick_writes_every_table(tmp_path):
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+  """``(results, out_dir)`` of one ``run_all --quick`` (every benchmark), shared by the
+  tests of what it writes."""
+  out_dir = tmp_path_factory.mktemp("run_all_quick")
   cg.register(NO_BASELINE_OP)
   try:
-    results = run_all.run(quick=True, out_dir=str(tmp_path))
+    return run_all.run(quick=True, out_dir=str(out_dir)), out_dir
   finally:
     cg.unregister("t_no_baseline")
+
+
+def test_run_all_quick_writes_every_table(quick_run):
+  results, out_dir = quick_run
   assert set(results) == set(run_all.BENCHMARKS) | {"summary"}
   for name in results:
-    payload = json.loads((tmp_path / f"{name}.json").read_text())
+    payload = json.loads((out_dir / f"{name}.json").read_text())
     assert payload["environment"]["tensorflow"] and payload["environment"]["jax"]
     assert set(payload) == set(results[name]) | {"environment"}
 
-  overhead_json = json.loads((tmp_path / "overhead.json").read_text())
+  overhead_json = json.loads((out_dir / "overhead.json").read_text())
   timed = {(r["op"], r["mode"]) for r in overhead_json["rows"]}
   assert timed == {(op, mode) for op in handwritten.BASELINES for mode in overhead.QUICK_MODES
                    if op in handwritten_torch.BASELINES or not mode.startswith("torch")}
@@ -86,35 +95,59 @@ def test_run_all_quick_writes_every_table(tmp_path):
   assert all(r["instructions cg"] > 0 for r in overhead_json["structure"])
   assert {"op": "t_no_baseline", "note": "no hand-written baseline"} in overhead_json["no_baseline"]
 
-  tf1 = json.loads((tmp_path / "tf1_idiom.json").read_text())
+  tf1 = json.loads((out_dir / "tf1_idiom.json").read_text())
   assert tf1["rows"] and all(_positive(r["speedup"]) for r in tf1["rows"])
 
-  cost = json.loads((tmp_path / "check_cost.json").read_text())
+  cost = json.loads((out_dir / "check_cost.json").read_text())
   assert cost["cross_check_ok"]
   assert all(_positive(r["seconds"]) and _positive(r["ratio"]) for r in cost["rows"])
   assert [r["elements"] for r in cost["scaling"]] == [1000]
   assert any(r["measured"] == "yes" for r in cost["compute_gradient"])
 
-  dispatch = json.loads((tmp_path / "dispatch.json").read_text())
+  dispatch = json.loads((out_dir / "dispatch.json").read_text())
   assert {r["op"] for r in dispatch["rows"]} == set(handwritten.BASELINES)
   assert all(_positive(r["ratio"]) for r in dispatch["rows"])
   assert {"op": "t_no_baseline", "note": "no hand-written baseline"} in dispatch["no_baseline"]
 
-  mask = json.loads((tmp_path / "bernoulli_mask.json").read_text())
+  mask = json.loads((out_dir / "bernoulli_mask.json").read_text())
   assert {(f, n) for f, rows in mask["frameworks"].items() for n in rows} == {
       ("tensorflow", "given_u"), ("tensorflow", "sampled"), ("tensorflow", "threefry"),
       ("jax", "given_u"), ("jax", "sampled")}
   assert all(_positive(r["ratio"]) for rows in mask["frameworks"].values()
              for r in rows.values())
 
-  port = json.loads((tmp_path / "tf1_port_overhead.json").read_text())
+  port = json.loads((out_dir / "tf1_port_overhead.json").read_text())
   assert [r["mode"] for r in port["rows"]] == ["tf_eager", "tf_graph", "jax_jit"]
   assert all(_positive(r["ratio"]) for r in port["rows"])
 
-  summary = json.loads((tmp_path / "summary.json").read_text())
+  summary = json.loads((out_dir / "summary.json").read_text())
   assert summary["quick"] and _positive(summary["headlines"]["overhead_max_ratio_xla"])
   assert summary["date"].startswith("20") and isinstance(summary["accelerators"], list)
   assert list(summary["seconds"]) == list(run_all.BENCHMARKS)  # docs_tables' section order.
+
+
+def test_quick_sparse_conv_writes_its_tables(quick_run):
+  results, out_dir = quick_run
+  report = results["sparse_conv"]
+  written = json.loads((out_dir / "sparse_conv.json").read_text())
+  assert set(written) == set(report) | {"environment"}
+  assert written["break_even"] == report["break_even"]
+  # compare_loops raises unless H_out and Q equal the loops'; compare_reuse unless both
+  # frameworks' layers equal NumPy's.
+  assert [r["variant"] for r in report["loops"][:5]] == [
+      "loops", "numpy", "jax", "tensorflow", "floor"]
+  assert [r["active"] for r in report["dense"]] == ["5%", "5%", "20%", "20%"]
+  assert len(report["rows"]) == 2 * 2 * 2 * 5  # fractions x kinds x frameworks x parts
+  assert all(r["floor ms"] > 0 and np.isfinite(r["x floor"]) for r in report["rows"])
+
+
+def test_quick_rulebook_and_network_benchmarks(quick_run):
+  results, out_dir = quick_run
+  rows = results["sparse_rulebook"]["rows"]
+  assert len(rows) == 2 and all(r["unique / grid"] > 0 for r in rows)
+  result = results["sparse_network"]
+  assert [r["framework"][:3] for r in result["rows"]] == ["JAX", "TF "]
+  assert json.loads((out_dir / "sparse_network.json").read_text())["parts"] == result["parts"]
 
 
 def test_hand_written_baselines_compute_what_the_ops_compute():
