@@ -1,0 +1,137 @@
+"""Eager op bodies on plain tensors where the standard's array object changes nothing.
+
+A torch op body sees `torch_array_object.Array`, whose wrapping costs a Python call per
+operator and ``xp`` call: a tenth of an eager step of small arrays. Each op core's ``body``
+(`make_body`) therefore runs the first eager call of a body for a signature (`_signature`:
+the body, its namespace, so the device, and each argument's shape, dtype and device, the
+arguments' structure and their Python constants; the op's parameters are the core's) on
+`Array`, probed (`torch_array_object.probe`): it records where a plain ``torch.Tensor`` would
+behave otherwise (``size``, ``to_device``, an operator's or indexing's non-torch path, ...)
+and where values reach Python (``bool``, ``float``, ``nonzero``, ...). A signature whose probe
+recorded nothing and raised nothing runs on plain tensors and the plain namespace from then
+on: the body's control flow sees nothing but the signature, so it takes the same path, with
+the same torch calls, as the probe did. Any other signature stays on `Array`.
+
+Under ``torch.compile`` (Dynamo traces the wrapper away), torch.func transforms, forward-mode
+AD, on meta and fake tensors, and inside `always_wrapped`, every call runs on `Array` and
+nothing is remembered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Sequence
+
+import torch
+from torch.autograd import forward_ad
+
+from crossgrad.backends import base
+from crossgrad.backends import torch_array_object
+from crossgrad.backends.torch_array_object import Array, BodyNamespace
+
+_SIGNATURE_LIMIT = 256  # Signatures an op core remembers (then it starts afresh).
+_ELIDING = [True]
+
+
+@contextlib.contextmanager
+def always_wrapped():
+  """Op bodies run in this scope see `Array` on every call (none runs on plain tensors)."""
+  _ELIDING.append(False)
+  try:
+    yield
+  finally:
+    _ELIDING.pop()
+
+
+Body = Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any]
+
+
+def make_body() -> Body:
+  """One op core's ``body(fn, xp, args, params)`` (`op_core.Adapter.core_body`), with its
+  own memory of which signatures run on plain tensors (the module docstring)."""
+  plain: dict[tuple, bool] = {}
+
+  def body(fn, namespace_, args, params):
+    if type(namespace_) is not BodyNamespace:  # torch_array_object.native_tensors.
+      return fn(namespace_, *args, **params)
+    key = _eager_signature(fn, namespace_, args)
+    if key is None:
+      return _wrapped(fn, namespace_, args, params)
+    verdict = plain.get(key)
+    if verdict:
+      return fn(namespace_._xp, *args, **params)  # pylint: disable=protected-access
+    if verdict is None:
+      return _probed(plain, key, fn, namespace_, args, params)
+    return _wrapped(fn, namespace_, args, params)
+
+  return body
+
+
+def _wrapped(fn, namespace_, args, params):
+  """The body on `Array`: its arguments wrapped, what it returns unwrapped."""
+  wrapped = [Array(a) if type(a) is torch.Tensor else torch_array_object.wrap(a)
+             for a in args]
+  return torch_array_object.unwrap(fn(namespace_, *wrapped, **params))
+
+
+def _probed(plain: dict, key: tuple, fn, namespace_, args, params):
+  """The body on `Array`, probed; ``plain[key]`` then says whether plain tensors run it the
+  same (False where it raised)."""
+  same = False
+  try:
+    result, same = torch_array_object.probe(
+        lambda: _wrapped(fn, torch_array_object.probing(namespace_), args, params))
+    return result
+  finally:  # A meta tensor's values are unknown: its bodies stay wrapped.
+    base.interned(plain, key, lambda _: same and not _on_meta(key), _SIGNATURE_LIMIT)
+
+
+def _on_meta(key: tuple) -> bool:
+  return any(type(k) is torch.device and k.type == "meta" for k in key)
+
+
+def _eager_signature(fn, namespace_, args) -> tuple | None:
+  """``(fn, namespace_, *signature of args)`` for an eager call; None under compile,
+  torch.func transforms, forward-mode AD or `always_wrapped`, or where ``args`` have no
+  signature."""
+  if (torch.compiler.is_compiling() or not _ELIDING[-1]
+      or torch._C._are_functorch_transforms_active()  # pylint: disable=protected-access
+      or forward_ad._current_level >= 0):  # pylint: disable=protected-access
+    return None
+  key = [fn, namespace_]
+  return tuple(key) if _signature(args, key) else None
+
+
+_CONSTANTS = frozenset((type(None), bool, int, float, complex, str, torch.dtype, torch.device))
+
+
+def _signature(args, key: list) -> bool:
+  """Appends to ``key`` what a body's control flow can see of ``args`` but values: each
+  tensor's shape, dtype and device; each constant's type and value; each container's kind and
+  length, then its parts. False where there is more: another object, or a tensor subclass
+  (a fake tensor). One flat list, read unambiguously: a shape starts a tensor's three entries,
+  a type the two of a constant or a container."""
+  for a in args:
+    kind = type(a)
+    if kind is torch.Tensor or kind is torch.nn.Parameter:
+      key += (a.shape, a.dtype, a.device)
+    elif kind in _CONSTANTS:
+      key += (kind, a)
+    else:
+      parts = _parts(a, kind)
+      if parts is None:
+        return False
+      key += (kind, len(parts))
+      if not _signature(parts, key):
+        return False
+  return True
+
+
+def _parts(container, kind) -> Sequence[Any] | None:
+  """A container's parts as `_signature` reads them (a dict's keys, then its values); None
+  for anything else."""
+  if kind is tuple or kind is list or isinstance(container, tuple):  # Named tuples too.
+    return container
+  if kind is dict:
+    return (*container, *container.values())
+  return None
