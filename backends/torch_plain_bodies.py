@@ -54,9 +54,13 @@ def make_body() -> Body:
   def body(fn, namespace_, args, params):
     if type(namespace_) is not BodyNamespace:  # torch_array_object.native_tensors.
       return fn(namespace_, *args, **params)
-    key = _eager_signature(fn, namespace_, args)
-    if key is None:
+    if (_is_compiling() or not _ELIDING[-1] or _transforms_active()
+        or forward_ad._current_level >= 0):  # pylint: disable=protected-access
       return _wrapped(fn, namespace_, args, params)
+    key = [fn, namespace_]
+    if not _signature(args, key):
+      return _wrapped(fn, namespace_, args, params)
+    key = tuple(key)
     verdict = plain.get(key)
     if verdict:
       return fn(namespace_._xp, *args, **params)  # pylint: disable=protected-access
@@ -69,7 +73,7 @@ def make_body() -> Body:
 
 def _wrapped(fn, namespace_, args, params):
   """The body on `Array`: its arguments wrapped, what it returns unwrapped."""
-  wrapped = [Array(a) if type(a) is torch.Tensor else torch_array_object.wrap(a)
+  wrapped = [Array(a) if type(a) is _TENSOR else torch_array_object.wrap(a)
              for a in args]
   return torch_array_object.unwrap(fn(namespace_, *wrapped, **params))
 
@@ -90,16 +94,10 @@ def _on_meta(key: tuple) -> bool:
   return any(type(k) is torch.device and k.type == "meta" for k in key)
 
 
-def _eager_signature(fn, namespace_, args) -> tuple | None:
-  """``(fn, namespace_, *signature of args)`` for an eager call; None under compile,
-  torch.func transforms, forward-mode AD or `always_wrapped`, or where ``args`` have no
-  signature."""
-  if (torch.compiler.is_compiling() or not _ELIDING[-1]
-      or torch._C._are_functorch_transforms_active()  # pylint: disable=protected-access
-      or forward_ad._current_level >= 0):  # pylint: disable=protected-access
-    return None
-  key = [fn, namespace_]
-  return tuple(key) if _signature(args, key) else None
+# Bound once: they run on every eager call. Dynamo knows is_compiling by identity.
+_is_compiling = torch.compiler.is_compiling
+_transforms_active = torch._C._are_functorch_transforms_active  # pylint: disable=protected-access
+_TENSOR, _PARAMETER = torch.Tensor, torch.nn.Parameter
 
 
 _CONSTANTS = frozenset((type(None), bool, int, float, complex, str, torch.dtype, torch.device))
@@ -113,25 +111,18 @@ def _signature(args, key: list) -> bool:
   a type the two of a constant or a container."""
   for a in args:
     kind = type(a)
-    if kind is torch.Tensor or kind is torch.nn.Parameter:
+    if kind is _TENSOR or kind is _PARAMETER:
       key += (a.shape, a.dtype, a.device)
+    elif kind is tuple or kind is list:
+      key += (kind, len(a))
+      if not _signature(a, key):
+        return False
     elif kind in _CONSTANTS:
       key += (kind, a)
+    elif kind is dict or isinstance(a, tuple):  # A named tuple.
+      key += (kind, len(a))
+      if not _signature((*a, *a.values()) if kind is dict else a, key):
+        return False
     else:
-      parts = _parts(a, kind)
-      if parts is None:
-        return False
-      key += (kind, len(parts))
-      if not _signature(parts, key):
-        return False
+      return False
   return True
-
-
-def _parts(container, kind) -> Sequence[Any] | None:
-  """A container's parts as `_signature` reads them (a dict's keys, then its values); None
-  for anything else."""
-  if kind is tuple or kind is list or isinstance(container, tuple):  # Named tuples too.
-    return container
-  if kind is dict:
-    return (*container, *container.values())
-  return None
