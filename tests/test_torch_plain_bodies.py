@@ -63,19 +63,25 @@ def test_the_backward_is_probed_on_its_own():
   assert seen == [ARRAY, TENSOR, TENSOR]
 
 
-def test_size_and_promotion_keep_the_standard_on_every_call():
+@pytest.mark.parametrize("forward, expected", [
+    (lambda xp, x: (x.size, xp.sum(x) / x.size * xp.ones_like(x)), 4),
+    (lambda xp, x: ((x + xp.asarray(0.5, dtype=xp.float64)).dtype, xp.mean(x) + 0.0 * x),
+     torch.float64),
+], ids=["size", "promotion"])
+def test_the_standard_holds_on_every_call(forward, expected):
   """``size`` (torch's is a method) and float32 + float64 0-d (torch keeps float32)."""
   seen = []
 
-  def forward(xp, x):
-    seen.append((x.size, (x + xp.asarray(0.5, dtype=xp.float64)).dtype))
-    return xp.sum(x) / x.size * xp.ones_like(x)
+  def recording(xp, x):
+    fact, out = forward(xp, x)
+    seen.append(fact)
+    return out
 
-  fn = _op("plain_bodies_size", forward)
+  fn = _op(f"plain_bodies_{id(forward)}", recording)
   x = torch.arange(4.0)
   for _ in range(100):
     np.testing.assert_allclose(fn(x).numpy(), [1.5] * 4)
-  assert seen == [(4, torch.float64)] * 100
+  assert seen == [expected] * 100
 
 
 def test_a_divergence_on_some_calls_only_keeps_the_array_object():
