@@ -48,6 +48,10 @@ class Adapter:
     name: the backend's ``NAME``, as errors name it.
     xp: the namespace the op's forward and backward are handed.
     spec_of: static shape and dtype of one of the framework's arrays (at trace time too).
+    constant_at_trace: wraps a function of static arguments (specs) that a tracer is to call
+      while it traces, taking the result as a constant, rather than trace it (default:
+      unchanged; torch: `torch.compiler.assume_constant_result`, as Dynamo cannot trace the
+      NumPy reference a kernel's output shapes come from).
     key_of: a cheap hashable stand-in for ``spec_of(x)`` (default: ``spec_of``; torch:
       ``(x.shape, x.dtype)``): the core's per-signature caches are keyed by it and make
       specs only on a miss, the per-call cost of an eager step.
@@ -80,6 +84,7 @@ class Adapter:
   key_of: Callable[[Any], Any] | None = None
   core_body: Callable[[], Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any]] | None = (
       None)
+  constant_at_trace: Callable[[Callable[..., Any]], Callable[..., Any]] = lambda fn: fn
 
 
 @dataclasses.dataclass(frozen=True)

@@ -433,7 +433,8 @@ _CORE = op_core.Adapter(NAME, xp, spec_of, key_of=_key_of, to_arrays=_to_tensors
                         namespace_for=_namespace_for,
                         core_body=torch_plain_bodies.make_body,
                         conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
-                        tracing=torch.compiler.is_compiling)
+                        tracing=torch.compiler.is_compiling,
+                        constant_at_trace=torch.compiler.assume_constant_result)
 
 
 def _inexact(x: torch.Tensor) -> bool:

@@ -2,6 +2,8 @@
 devices. Expected values come from NumPy, JAX, finite differences or the adjoint identity,
 never from torch itself. torch.compile is slow on two cores: few, small compiles."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -457,3 +459,15 @@ def test_a_misuse_under_torch_compile_names_the_crossgrad_error():
   with torch.compiler.set_stance("force_eager"), pytest.raises(
       cg.CrossgradError, match="got int32. Cast it"):  # What the docs say shows it whole.
     full_graph(x)
+
+
+def test_the_dynamo_matmul_shim_leaves_a_dynamo_without_its_internals_alone(monkeypatch):
+  """Where Dynamo lacks the module the shim builds on (torch 2.11: no object_protocol), it
+  installs nothing rather than breaking Dynamo's own import."""
+  from crossgrad.backends import torch_dynamo_matmul  # pylint: disable=g-import-not-at-top
+  from torch._dynamo.variables import builtin  # pylint: disable=g-import-not-at-top
+  monkeypatch.setitem(sys.modules, "torch._dynamo.variables.object_protocol", None)
+  monkeypatch.delattr("torch._dynamo.variables.object_protocol", raising=False)
+  before = builtin.BuiltinVariable.__dict__.get("call_matmul")
+  assert torch_dynamo_matmul.install(type("Other", (), {})) is False
+  assert builtin.BuiltinVariable.__dict__.get("call_matmul") is before
