@@ -29,6 +29,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from crossgrad.backends import array_trees
+
 _ENABLED = [True]
 
 
@@ -343,33 +345,9 @@ for _op, _name in (("invert", "bitwise_invert"), ("neg", "negative"), ("pos", "p
 
 _CONTAINERS = (tuple, list, dict)
 
-
-def wrap(tree: Any) -> Any:
-  """torch.Tensor leaves of ``tree`` (tuples, lists, dicts, namedtuples) as `Array`."""
-  if isinstance(tree, torch.Tensor):
-    return Array(tree)
-  kind = type(tree)
-  if kind is tuple or kind is list:  # A list, not a generator: this runs on every op call.
-    return kind([wrap(t) for t in tree])
-  if kind is dict:
-    return {k: wrap(v) for k, v in tree.items()}
-  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-    return kind(*(wrap(t) for t in tree))
-  return tree
-
-
-def unwrap(tree: Any) -> Any:
-  """`Array` leaves of ``tree`` as their torch.Tensor."""
-  kind = type(tree)
-  if kind is Array:
-    return tree.tensor
-  if kind is tuple or kind is list:
-    return kind([t.tensor if type(t) is Array else unwrap(t) for t in tree])
-  if kind is dict:
-    return {k: unwrap(v) for k, v in tree.items()}
-  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-    return kind(*(unwrap(t) for t in tree))
-  return tree
+# torch.Tensor leaves of a tree (tuples, lists, dicts, named tuples) as `Array`, and back.
+wrap = array_trees.mapper(torch.Tensor, Array)
+unwrap = array_trees.mapper(Array, lambda a: a.tensor)
 
 
 # Set by the torch backend as it loads (`use_namespaces`).
