@@ -14,7 +14,10 @@ A plain Python object, not a ``torch.Tensor`` subclass: torch's own code calls
 ``Tensor.size()`` everywhere, which a ``size`` property would break, and a subclass would be
 a tensor subclass for Dynamo, AOTAutograd and functorch to trace through. The wrapper instead
 exists only while the body runs or is traced: under ``torch.compile`` Dynamo inlines it, and
-the FX graph holds the same torch ops as with plain tensors.
+the FX graph holds the same torch ops as with plain tensors. Eagerly, `probe` runs a body on
+it recording where a plain tensor would behave otherwise or values reach Python
+(`_diverged`), so that `torch_plain_bodies` can leave the wrapper out where it changes
+nothing.
 """
 
 from __future__ import annotations

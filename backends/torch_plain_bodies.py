@@ -32,6 +32,11 @@ from crossgrad.backends.torch_array_object import Array, BodyNamespace
 _SIGNATURE_LIMIT = 256  # Signatures an op core remembers (then it starts afresh).
 _ELIDING = [True]
 
+# Bound once: they run on every eager call. Dynamo knows is_compiling by identity.
+_is_compiling = torch.compiler.is_compiling
+_transforms_active = torch._C._are_functorch_transforms_active  # pylint: disable=protected-access
+_TENSOR, _PARAMETER = torch.Tensor, torch.nn.Parameter
+
 
 @contextlib.contextmanager
 def always_wrapped():
@@ -54,6 +59,8 @@ def make_body() -> Body:
   def body(fn, namespace_, args, params):
     if type(namespace_) is not BodyNamespace:  # torch_array_object.native_tensors.
       return fn(namespace_, *args, **params)
+    # Dynamo traces the wrapper away, and would guard on ``plain``: compiled, transformed and
+    # forward-mode calls run wrapped and are not remembered.
     if (_is_compiling() or not _ELIDING[-1] or _transforms_active()
         or forward_ad._current_level >= 0):  # pylint: disable=protected-access
       return _wrapped(fn, namespace_, args, params)
@@ -92,12 +99,6 @@ def _probed(plain: dict, key: tuple, fn, namespace_, args, params):
 
 def _on_meta(key: tuple) -> bool:
   return any(type(k) is torch.device and k.type == "meta" for k in key)
-
-
-# Bound once: they run on every eager call. Dynamo knows is_compiling by identity.
-_is_compiling = torch.compiler.is_compiling
-_transforms_active = torch._C._are_functorch_transforms_active  # pylint: disable=protected-access
-_TENSOR, _PARAMETER = torch.Tensor, torch.nn.Parameter
 
 
 _CONSTANTS = frozenset((type(None), bool, int, float, complex, str, torch.dtype, torch.device))
