@@ -3,8 +3,9 @@ r"""Eager cost of the standard's array object in torch op bodies.
   python -m crossgrad.benchmarks.torch_array_overhead [--sizes=1000] [--ops=leaky_relu]
 
 For every registry op with a hand-written baseline (its inputs): one eager train step, the
-gradient of ``sum(op(inputs) * w)``, with the op's forward and backward seeing
-`torch_array_object.Array` (today's crossgrad) and seeing plain ``torch.Tensor``
+gradient of ``sum(op(inputs) * w)``, with the op's forward and backward as crossgrad runs
+them (`torch_array_object.Array` on a signature's first call, then plain tensors where
+`torch_plain_bodies` finds that it changes nothing) and seeing plain ``torch.Tensor``
 (`torch_array_object.native_tensors`), run interleaved in the same process; the table shows
 medians and the ratio array object / plain tensors (target: geometric mean <= 1.02 at 1K
 elements). Under ``torch.compile`` the wrapper exists only while Dynamo traces
