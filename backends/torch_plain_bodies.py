@@ -87,18 +87,16 @@ def _wrapped(fn, namespace_, args, params):
 
 def _probed(plain: dict, key: tuple, fn, namespace_, args, params):
   """The body on `Array`, probed; ``plain[key]`` then says whether plain tensors run it the
-  same (False where it raised)."""
+  same (False where it raised). On meta tensors, the body on `Array` and nothing remembered."""
+  if any(type(k) is torch.device and k.type == "meta" for k in key):
+    return _wrapped(fn, namespace_, args, params)
   same = False
   try:
     result, same = torch_array_object.probe(
         lambda: _wrapped(fn, torch_array_object.probing(namespace_), args, params))
     return result
-  finally:  # A meta tensor's values are unknown: its bodies stay wrapped.
-    base.interned(plain, key, lambda _: same and not _on_meta(key), _SIGNATURE_LIMIT)
-
-
-def _on_meta(key: tuple) -> bool:
-  return any(type(k) is torch.device and k.type == "meta" for k in key)
+  finally:
+    base.interned(plain, key, lambda _: same, _SIGNATURE_LIMIT)
 
 
 _CONSTANTS = frozenset((type(None), bool, int, float, complex, str, torch.dtype, torch.device))

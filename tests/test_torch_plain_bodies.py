@@ -183,11 +183,15 @@ def _forward_ad(fn, x):
     fn(forward_ad.make_dual(x, torch.ones_like(x)))
 
 
-@pytest.mark.parametrize("transform", [_vmapped, _compiled, _forward_ad],
-                         ids=["vmap", "compile", "forward_ad"])
+def _on_meta(fn, x):
+  fn(x.to("meta"))
+
+
+@pytest.mark.parametrize("transform", [_vmapped, _compiled, _forward_ad, _on_meta],
+                         ids=["vmap", "compile", "forward_ad", "meta"])
 def test_transformed_calls_see_the_array_object_and_are_not_remembered(transform):
-  """Under vmap, torch.compile and forward-mode AD every call is wrapped, and none is
-  remembered: the next eager call with the same signature is probed."""
+  """Under vmap, torch.compile and forward-mode AD, and on meta tensors, every call is
+  wrapped, and none is remembered: the next eager call with the same signature is probed."""
   seen = []
   fn = _seeing(f"plain_bodies_{transform.__name__}", seen)
   x = torch.ones(3)
@@ -195,7 +199,15 @@ def test_transformed_calls_see_the_array_object_and_are_not_remembered(transform
   for _ in range(2):
     transform(fn, x)
   assert seen and set(seen) == {ARRAY}
+  assert not _remembered(fn)
   del seen[:]
   for _ in range(2):
     fn(x)
-  assert seen == [ARRAY, TENSOR]
+  assert seen == [ARRAY, TENSOR] and _remembered(fn)
+
+
+def _remembered(fn) -> dict:
+  """The signatures the op core of ``fn`` remembers (its body's closure holds them)."""
+  cells = fn.core._body.__closure__  # pylint: disable=protected-access
+  (plain,) = [cell.cell_contents for cell in cells if type(cell.cell_contents) is dict]
+  return plain
