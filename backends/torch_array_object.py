@@ -444,7 +444,8 @@ def probing(namespace_: BodyNamespace) -> BodyNamespace:
   shape values decide (`BodyNamespace`'s ``probing``)."""
   found = _PROBING.get(namespace_)
   if found is None:
-    found = _PROBING[namespace_] = BodyNamespace(namespace_._xp, probing=True)  # pylint: disable=protected-access
+    plain = namespace_._xp  # pylint: disable=protected-access
+    found = _PROBING[namespace_] = BodyNamespace(plain, probing=True)
   return found
 
 
