@@ -434,7 +434,7 @@ _CORE = op_core.Adapter(NAME, xp, spec_of, key_of=_key_of, to_arrays=_to_tensors
                         core_body=torch_plain_bodies.make_body,
                         conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
                         tracing=torch.compiler.is_compiling,
-                        constant_at_trace=torch.compiler.assume_constant_result)
+                        constant_at_trace=lambda fn: _constant_at_trace(fn))  # Below.
 
 
 def _inexact(x: torch.Tensor) -> bool:
@@ -685,14 +685,27 @@ def warm_up(modes: Sequence[str]) -> None:
     _WARM_UP.start()
 
 
+def _wait_for_warm_up() -> None:
+  """Waits for `warm_up`'s probe. It imports Inductor, which imports Dynamo: another thread
+  importing either meanwhile can deadlock on their import locks."""
+  if _WARM_UP is not None:
+    _WARM_UP.join()
+
+
+def _constant_at_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
+  """``fn`` marked for Dynamo to call while it traces, its result a constant
+  (`torch.compiler.assume_constant_result`, which imports Dynamo: after the probe)."""
+  _wait_for_warm_up()
+  return torch.compiler.assume_constant_result(fn)
+
+
 def _compiled(fn: Callable[..., Any], args: Sequence[torch.Tensor]) -> Callable[..., Any]:
   """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`) for
   the shapes, dtypes and devices of ``args``, made once (`base.compiled`) in a code object
   of its own (`base.own_code`), so that each compiles once: Dynamo's recompile limit is
   per code object and under ``fullgraph=True`` reaching it fails the call, which a check
   meeting one op at many sizes (checks from Python, a benchmark) would otherwise do."""
-  if _WARM_UP is not None:
-    _WARM_UP.join()  # `warm_up`'s probe, which Inductor would otherwise run (again) now.
+  _wait_for_warm_up()  # Inductor would otherwise run the probe (again) now.
 
   def run(*tensors):
     return fn(*tensors)

@@ -366,6 +366,23 @@ def test_warm_up_probes_the_cpu_once_in_the_background_for_compile_only(monkeypa
   assert isinstance(module, protocol.WarmUp)
 
 
+
+def test_kernels_are_marked_for_dynamo_only_after_the_warm_up(monkeypatch):
+  """Marking a kernel's reference shapes for Dynamo imports Dynamo, which must wait for the
+  warm-up's import of Inductor: two threads importing them at once can deadlock."""
+  import threading  # pylint: disable=g-import-not-at-top
+  import torch._dynamo  # pylint: disable=g-import-not-at-top,unused-import  # Marking is instant.
+  module = base.load("torch")
+  order, release = [], threading.Event()
+  probe = threading.Thread(target=lambda: (release.wait(5), order.append("probe")))
+  monkeypatch.setattr(module, "_WARM_UP", probe)
+  probe.start()
+  threading.Timer(0.2, release.set).start()
+  core = module._CORE  # pylint: disable=protected-access
+  marked = core.constant_at_trace(lambda: order.append("marked"))
+  marked()
+  assert order == ["probe", "marked"]
+
 def _made_arrays_forward(xp, x):
   return x + xp.ones(x.shape, dtype=x.dtype) + xp.zeros(x.shape, dtype=x.dtype), ()
 
