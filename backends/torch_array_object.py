@@ -316,7 +316,8 @@ def _unary(name, python_op):
 
 
 def _augmented(dunder):
-  """``x op= y`` as ``x = x op y``, a new array, as before: torch's would write into x."""
+  """``x op= y`` as ``x = x op y``, a new array (torch's operator would write into x, which
+  may be the caller's tensor)."""
   def apply(self, other):
     _diverged()
     return getattr(self, dunder)(other)
