@@ -488,3 +488,22 @@ def test_the_dynamo_matmul_shim_leaves_a_dynamo_without_its_internals_alone(monk
   before = builtin.BuiltinVariable.__dict__.get("call_matmul")
   assert torch_dynamo_matmul.install(type("Other", (), {})) is False
   assert builtin.BuiltinVariable.__dict__.get("call_matmul") is before
+
+
+def test_cumulative_sums_compile_without_dynamo_warnings():
+  """xp.cumulative_sum/prod with include_initial under torch.compile: the standard's values,
+  and no warning from Dynamo (array_api_compat's versions look up a cached namespace)."""
+  import warnings  # pylint: disable=g-import-not-at-top
+  xp = cg.torch.xp
+
+  def scans(x):
+    return (xp.cumulative_sum(x, axis=0, include_initial=True),
+            xp.cumulative_prod(x, axis=1, include_initial=True))
+
+  x = torch.arange(1.0, 7.0).reshape(3, 2)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    total, product = torch.compile(scans, fullgraph=True)(x)
+  assert not [w for w in caught if "Dynamo" in str(w.message)], [str(w.message) for w in caught]
+  np.testing.assert_array_equal(total, np.concatenate([[[0, 0]], np.cumsum(x.numpy(), 0)]))
+  np.testing.assert_array_equal(product, np.concatenate([[[1]] * 3, np.cumprod(x.numpy(), 1)], 1))
