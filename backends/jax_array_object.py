@@ -31,6 +31,8 @@ from typing import Any
 
 import jax
 
+from crossgrad.backends import array_trees
+
 _ENABLED = [True]
 
 
@@ -185,32 +187,10 @@ class Array:
   __hash__ = None
 
 
-def wrap(tree: Any) -> Any:
-  """JAX array and tracer leaves of ``tree`` (tuples, lists, dicts, namedtuples) as `Array`."""
-  if isinstance(tree, jax.Array):
-    return Array(tree)
-  kind = type(tree)
-  if kind is tuple or kind is list:
-    return kind([wrap(t) for t in tree])
-  if kind is dict:
-    return {k: wrap(v) for k, v in tree.items()}
-  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-    return kind(*(wrap(t) for t in tree))
-  return tree
-
-
-def unwrap(tree: Any) -> Any:
-  """`Array` leaves of ``tree`` as their JAX array."""
-  kind = type(tree)
-  if kind is Array:
-    return tree.array
-  if kind is tuple or kind is list:
-    return kind([t.array if type(t) is Array else unwrap(t) for t in tree])
-  if kind is dict:
-    return {k: unwrap(v) for k, v in tree.items()}
-  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-    return kind(*(unwrap(t) for t in tree))
-  return tree
+# JAX array and tracer leaves of a tree (tuples, lists, dicts, named tuples) as `Array`, and
+# back.
+wrap = array_trees.mapper(jax.Array, Array)
+unwrap = array_trees.mapper(Array, lambda a: a.array)
 
 
 _XP: list[Any] = [None]  # crossgrad.jax.xp, set by the backend as it loads (`use_namespace`).

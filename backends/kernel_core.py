@@ -39,6 +39,8 @@ def wrapper(adapter: op_core.Adapter,
   def wrap(op: OpDef, params: dict, kernel: Kernel) -> Callable[..., Any]:
     core = op_core.OpCore(adapter, op, params)
     checked: dict[tuple, bool] = {}
+    shapes_of = adapter.constant_at_trace(  # Of plain tuples: what a tracer takes as constants.
+        lambda facts: _reference_shapes(op, params, [ArraySpec(*f) for f in facts]))
 
     def call(*inputs):
       arrays = core.prepare(inputs)
@@ -47,12 +49,13 @@ def wrapper(adapter: op_core.Adapter,
       outputs = kernel.fn(*arrays, **params)
       outs = validation.as_tuple(outputs)
       if adapter.tracing():
-        _check_outputs(core, kernel, arrays, outs)
+        _check_outputs(core, kernel, arrays, outs, shapes_of)
       else:
         key_of = adapter.key_of or adapter.spec_of
         key = (tuple(map(key_of, arrays)), tuple(map(key_of, outs)))
         if key not in checked:
-          base.interned(checked, key, lambda _: _check_outputs(core, kernel, arrays, outs), 256)
+          base.interned(checked, key,
+                        lambda _: _check_outputs(core, kernel, arrays, outs, shapes_of), 256)
       return outputs
 
     call.core, call.kernel = core, kernel
@@ -95,11 +98,12 @@ def _reference_shapes(op: OpDef, params: dict, specs: Sequence[ArraySpec]) -> li
 
 
 def _check_outputs(core: op_core.OpCore, kernel: Kernel, arrays: Sequence[Any],
-                   outs: Sequence[Any]) -> bool:
-  """Checks a kernel's outputs against the op's: their count, shapes and dtypes."""
+                   outs: Sequence[Any], shapes_of: Callable[[tuple], list[tuple]]) -> bool:
+  """Checks a kernel's outputs against the op's: their count, shapes (``shapes_of`` the
+  inputs' ``(shape, dtype)``: `_reference_shapes`) and dtypes."""
   spec_of, op = core.adapter.spec_of, core.op
   in_specs, out_specs = tuple(map(spec_of, arrays)), tuple(map(spec_of, outs))
-  shapes = _reference_shapes(op, core.params, in_specs)
+  shapes = shapes_of(tuple((spec.shape, spec.dtype) for spec in in_specs))
   where = f"kernel {kernel.name!r}"
   if len(shapes) != len(out_specs):
     raise CrossgradError("the kernel returned another number of outputs than the op",

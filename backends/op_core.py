@@ -48,6 +48,10 @@ class Adapter:
     name: the backend's ``NAME``, as errors name it.
     xp: the namespace the op's forward and backward are handed.
     spec_of: static shape and dtype of one of the framework's arrays (at trace time too).
+    constant_at_trace: wraps a function of static arguments (specs) that a tracer is to call
+      while it traces, taking the result as a constant, rather than trace it (default:
+      unchanged; torch: `torch.compiler.assume_constant_result`, as Dynamo cannot trace the
+      NumPy reference a kernel's output shapes come from).
     key_of: a cheap hashable stand-in for ``spec_of(x)`` (default: ``spec_of``; torch:
       ``(x.shape, x.dtype)``): the core's per-signature caches are keyed by it and make
       specs only on a miss, the per-call cost of an eager step.
@@ -61,6 +65,8 @@ class Adapter:
       (TensorFlow, torch): the core converts a complex op's backward (module docstring).
     body: runs the op's forward or backward, ``body(fn, xp, args, params)`` (default
       ``fn(xp, *args, **params)``; TensorFlow hands the body the standard's array object).
+    core_body: where given, makes each op core's own ``body``, used instead of ``body``
+      (torch: one remembering, per signature, whether its bodies can run on plain tensors).
     tracing: while it returns True the core checks every call in full and leaves its
       caches alone (torch: Dynamo traces the call, and would guard on them).
   """
@@ -76,6 +82,9 @@ class Adapter:
       lambda fn, xp, args, params: fn(xp, *args, **params))
   tracing: Callable[[], bool] = lambda: False
   key_of: Callable[[Any], Any] | None = None
+  core_body: Callable[[], Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any]] | None = (
+      None)
+  constant_at_trace: Callable[[Callable[..., Any]], Callable[..., Any]] = lambda fn: fn
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +126,7 @@ class OpCore:
 
   # No instance dict: torch.compile guards that none shadows a method it calls.
   __slots__ = ("adapter", "op", "params", "name", "_n_inputs", "_key_of", "_checked_inputs",
-               "_specs")
+               "_specs", "_body")
 
   def __init__(self, adapter: Adapter, op: OpDef, params: dict):
     self.adapter, self.op, self.params = adapter, op, params
@@ -126,6 +135,7 @@ class OpCore:
     self._key_of = adapter.key_of or adapter.spec_of
     self._checked_inputs: dict[tuple, bool] = {}
     self._specs: dict[tuple, Specs] = {}
+    self._body = adapter.body if adapter.core_body is None else adapter.core_body()
 
   def prepare(self, inputs: Sequence[Any]) -> list[Any]:
     """The call's inputs, counted, as the framework's arrays, checked (their specs, and
@@ -147,7 +157,7 @@ class OpCore:
   def forward(self, inputs: Sequence[Any]) -> Forward:
     """The op's forward on prepared inputs: its result's form and its outputs' dtypes."""
     adapter = self.adapter
-    result = adapter.body(self.op.forward, self._namespace(inputs), inputs, self.params)
+    result = self._body(self.op.forward, self._namespace(inputs), inputs, self.params)
     outputs, residuals = validation.check_forward_result(self.op, self.name, result)
     outs = tuple(map(adapter.as_output, validation.as_tuple(outputs)))
     single = not isinstance(outputs, (tuple, list))
@@ -170,7 +180,7 @@ class OpCore:
     if convert:
       upstream = self._conjugated(upstream, specs.outputs)
     g = validation.cotangent_for(self.op, specs.outputs, upstream, zeros, specs.single)
-    cotangents = self.adapter.body(self.op.backward, self._namespace(on), (residuals, g),
+    cotangents = self._body(self.op.backward, self._namespace(on), (residuals, g),
                                    self.params)
     if not self._match(cotangents, specs.input_keys):
       cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,

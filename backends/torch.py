@@ -33,7 +33,7 @@ from torch.autograd import forward_ad
 from torch.utils import _pytree as pytree
 
 from crossgrad.backends import (base, kernel_core, op_core, torch_array_api,
-                                torch_array_object, torch_dynamo_matmul)
+                                torch_array_object, torch_dynamo_matmul, torch_plain_bodies)
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import CONSTANTS, EXTENSIONS, FUNCTIONS, Namespace
@@ -356,15 +356,6 @@ def _namespace_for(tensors: Sequence[Any]) -> Any:
   return found or xp
 
 
-def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:
-  """An op's forward or backward with the standard's array object inside
-  (`torch_array_object`), plain tensors outside."""
-  if type(namespace_) is not torch_array_object.BodyNamespace:
-    return fn(namespace_, *args, **params)
-  return torch_array_object.unwrap(fn(namespace_, *torch_array_object.wrap(tuple(args)),
-                                      **params))
-
-
 # Plain loops, not generator expressions, in the helpers below: they run on every call.
 
 def _position(x, group) -> int | None:
@@ -439,9 +430,11 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
 # op's backward, the cross-check converts back (docs/dtypes.md).
 CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(NAME, xp, spec_of, key_of=_key_of, to_arrays=_to_tensors,
-                        namespace_for=_namespace_for, body=_body,
+                        namespace_for=_namespace_for,
+                        core_body=torch_plain_bodies.make_body,
                         conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
-                        tracing=torch.compiler.is_compiling)
+                        tracing=torch.compiler.is_compiling,
+                        constant_at_trace=lambda fn: _constant_at_trace(fn))  # Below.
 
 
 def _inexact(x: torch.Tensor) -> bool:
@@ -692,14 +685,27 @@ def warm_up(modes: Sequence[str]) -> None:
     _WARM_UP.start()
 
 
+def _wait_for_warm_up() -> None:
+  """Waits for `warm_up`'s probe. It imports Inductor, which imports Dynamo: another thread
+  importing either meanwhile can deadlock on their import locks."""
+  if _WARM_UP is not None:
+    _WARM_UP.join()
+
+
+def _constant_at_trace(fn: Callable[..., Any]) -> Callable[..., Any]:
+  """``fn`` marked for Dynamo to call while it traces, its result a constant
+  (`torch.compiler.assume_constant_result`, which imports Dynamo: after the probe)."""
+  _wait_for_warm_up()
+  return torch.compiler.assume_constant_result(fn)
+
+
 def _compiled(fn: Callable[..., Any], args: Sequence[torch.Tensor]) -> Callable[..., Any]:
   """``torch.compile(fullgraph=True, dynamic=False)`` of ``fn`` (an op from `get`) for
   the shapes, dtypes and devices of ``args``, made once (`base.compiled`) in a code object
   of its own (`base.own_code`), so that each compiles once: Dynamo's recompile limit is
   per code object and under ``fullgraph=True`` reaching it fails the call, which a check
   meeting one op at many sizes (checks from Python, a benchmark) would otherwise do."""
-  if _WARM_UP is not None:
-    _WARM_UP.join()  # `warm_up`'s probe, which Inductor would otherwise run (again) now.
+  _wait_for_warm_up()  # Inductor would otherwise run the probe (again) now.
 
   def run(*tensors):
     return fn(*tensors)

@@ -20,6 +20,8 @@ which keep the standard's rules (https://data-apis.org/array-api/2024.12/) and a
 - ``take_along_axis``, ``searchsorted``'s ``sorter``, ``repeat``'s ``repeats``: indices of
   any integer dtype (torch wants int64: "dtype of indices should be Long but got Int").
 - ``result_type`` of two integer dtypes: the standard's table also for uint16/32/64.
+- ``cumulative_sum``, ``cumulative_prod``: by torch's ``cumsum``/``cumprod`` and ``cat``
+  (array_api_compat's look up a namespace in a cache, which Dynamo warns about).
 - ``sum``, ``prod``, ``cumulative_sum``, ``cumulative_prod`` of unsigned integers: uint64
   (torch gives int64, and has no uint16/32/64 kernels: those reduce in int64, whose bits wrap
   alike); of signed integers the default integer dtype, int64 (as torch gives).
@@ -278,6 +280,26 @@ def _unsigned_sums(f):
   return call
 
 
+def _cumulative(scan, initial):
+  """``cumulative_sum`` (``scan`` torch.cumsum, ``initial`` 0) or ``cumulative_prod``
+  (torch.cumprod, 1). array_api_compat's asks ``array_namespace`` for the initial element, a
+  cached lookup Dynamo warns about under torch.compile."""
+  @functools.wraps(scan)
+  def cumulative(x, /, *, axis=None, dtype=None, include_initial=False):
+    if axis is None:
+      if x.ndim > 1:
+        raise ValueError("axis must be given for an array of more than one dimension")
+      axis = 0
+    out = scan(x, dim=axis, dtype=dtype)
+    if not include_initial:
+      return out
+    shape = list(out.shape)
+    shape[axis] = 1
+    return torch.cat([torch.full(shape, initial, dtype=out.dtype, device=out.device), out],
+                     dim=axis)
+  return cumulative
+
+
 def _carried(t: torch.Tensor) -> torch.Tensor:
   return t.view(torch.int64) if t.dtype == torch.uint64 else t.to(torch.int64)
 
@@ -407,8 +429,9 @@ FIXES = {
     "meshgrid": meshgrid, "broadcast_arrays": broadcast_arrays,
     "var": _fractional_correction(compat.var, root=False),
     "std": _fractional_correction(compat.std, root=True),
-    **{name: _unsigned_sums(getattr(compat, name))
-       for name in ("sum", "prod", "cumulative_sum", "cumulative_prod")},
+    **{name: _unsigned_sums(getattr(compat, name)) for name in ("sum", "prod")},
+    "cumulative_sum": _unsigned_sums(_cumulative(torch.cumsum, 0)),
+    "cumulative_prod": _unsigned_sums(_cumulative(torch.cumprod, 1)),
     "matmul": _integer_products(compat.matmul, same_dtype=torch.matmul),
     **{name: _integer_products(getattr(compat, name)) for name in ("vecdot", "tensordot")},
     **{name: _binary(getattr(compat, name)) for name in BINARY

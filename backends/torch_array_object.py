@@ -14,7 +14,10 @@ A plain Python object, not a ``torch.Tensor`` subclass: torch's own code calls
 ``Tensor.size()`` everywhere, which a ``size`` property would break, and a subclass would be
 a tensor subclass for Dynamo, AOTAutograd and functorch to trace through. The wrapper instead
 exists only while the body runs or is traced: under ``torch.compile`` Dynamo inlines it, and
-the FX graph holds the same torch ops as with plain tensors.
+the FX graph holds the same torch ops as with plain tensors. Eagerly, `probe` runs a body on
+it recording where a plain tensor would behave otherwise or values reach Python
+(`_diverged`), so that `torch_plain_bodies` can leave the wrapper out where it changes
+nothing.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ import contextlib
 import functools
 import math
 import operator
-from typing import Any
+import threading
+from typing import Any, Callable
 
 import numpy as np
 import torch
+
+from crossgrad.backends import array_trees
 
 _ENABLED = [True]
 
@@ -44,6 +50,34 @@ def native_tensors():
 
 def enabled() -> bool:
   return _ENABLED[-1]
+
+
+# ``diverged``: whether the body probed on this thread (`probe`) did something where a plain
+# torch.Tensor would behave otherwise than the standard's array object, or let values reach
+# Python (they may steer its control flow); None while no probe runs.
+_PROBE = threading.local()
+
+
+def _diverged() -> bool:
+  """Records a divergence for the probe running on this thread; whether one runs (Dynamo
+  never traces a probe)."""
+  if torch.compiler.is_compiling() or getattr(_PROBE, "diverged", None) is None:
+    return False
+  _PROBE.diverged = True
+  return True
+
+
+def probe(run: Callable[[], Any]) -> tuple[Any, bool]:
+  """``(run(), same)``: ``run`` runs an op body on `Array`; ``same``, whether plain tensors
+  would have run it the same, no divergence (`_diverged`) recorded. What ``run`` raises
+  propagates."""
+  outer = getattr(_PROBE, "diverged", None)
+  _PROBE.diverged = False
+  try:
+    result = run()
+    return result, not _PROBE.diverged
+  finally:
+    _PROBE.diverged = outer
 
 
 class Array:
@@ -70,6 +104,7 @@ class Array:
   @property
   def size(self):
     """The number of elements: an int (symbolic under dynamic shapes, never unknown)."""
+    _diverged()  # torch's is a method.
     return math.prod(self.tensor.shape)
 
   @property
@@ -82,6 +117,7 @@ class Array:
     # of other ranks, whose axes are reversed here with permute.
     if self.tensor.ndim == 2:
       return Array(self.tensor.T)
+    _diverged()
     return Array(self.tensor.permute(tuple(range(self.tensor.ndim))[::-1]))
 
   @property
@@ -90,32 +126,41 @@ class Array:
 
   def __array_namespace__(self, *, api_version=None):
     del api_version
-    return _BODY_ON[0](self.tensor.device)
+    found = _BODY_ON[0](self.tensor.device)
+    return probing(found) if _diverged() else found  # A probed body's own xp.
 
   def to_device(self, device, /, *, stream=None):
     del stream
+    _diverged()
     return Array(self.tensor.to(device))
 
   def __bool__(self):
+    _diverged()
     return bool(self.tensor)
 
   def __int__(self):
+    _diverged()
     return int(self.tensor)
 
   def __float__(self):
+    _diverged()
     return float(self.tensor)
 
   def __complex__(self):
+    _diverged()
     return complex(self.tensor)
 
   def __index__(self):
+    _diverged()
     return operator.index(self.tensor)
 
   def __array__(self, dtype=None, copy=None):
     del copy
+    _diverged()
     return np.asarray(self.tensor.detach().cpu().numpy(), dtype=dtype)
 
   def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    _diverged()
     given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
     return self.tensor.__dlpack__(**{k: v for k, v in given.items() if v is not None})
 
@@ -126,19 +171,29 @@ class Array:
     return (Array(t) for t in self.tensor)
 
   def __repr__(self):
+    _diverged()
     return f"Array({self.tensor!r})"
 
   def __getitem__(self, key):
-    if type(key) is int or type(key) is tuple and all(map(_is_basic, key)):
+    if type(key) is tuple and all(map(_is_basic, key)) or _is_basic(key):
       return Array(self.tensor[key])
+    _diverged()
     tensor, key = _standard_key(self.tensor, key)
     return Array(tensor[key])
 
   def __setitem__(self, key, value):
+    if not (type(key) is tuple and all(map(_is_basic, key)) or _is_basic(key)):
+      _diverged()
     tensor, key = _standard_key(self.tensor, key)
     if tensor is not self.tensor:  # A negative step reads a flipped copy.
       raise IndexError("__setitem__ with a negative slice step: write through a positive one")
     tensor[key] = value.tensor if type(value) is Array else value
+
+  def __getattr__(self, name):
+    # Only for a name the class lacks: a torch.Tensor might have it (``hasattr`` of it would
+    # answer otherwise).
+    _diverged()
+    raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
   __hash__ = None
 
@@ -206,9 +261,11 @@ def _operand(other) -> bool:
 
 def _binary(name):
   def forward(self, other):
+    _diverged()
     return _call(name, self, other) if _operand(other) else NotImplemented
 
   def reflected(self, other):
+    _diverged()
     return _call(name, other, self) if _operand(other) else NotImplemented
 
   return forward, reflected
@@ -251,7 +308,19 @@ def _unary(name, python_op):
   function (torch's ``-`` refuses bool; ``abs`` of a uint8 wraps)."""
   def apply(self):
     t = self.tensor
-    return Array(python_op(t)) if _inexact(t) else _call(name, self)
+    if _inexact(t):
+      return Array(python_op(t))
+    _diverged()
+    return _call(name, self)
+  return apply
+
+
+def _augmented(dunder):
+  """``x op= y`` as ``x = x op y``, a new array (torch's operator would write into x, which
+  may be the caller's tensor)."""
+  def apply(self, other):
+    _diverged()
+    return getattr(self, dunder)(other)
   return apply
 
 
@@ -270,6 +339,9 @@ for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder"),
   _f, _r = _binary(_name)
   setattr(Array, f"__{_op}__", _f)
   setattr(Array, f"__r{_op}__", _r)
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
+            "xor", "lshift", "rshift"):
+  setattr(Array, f"__i{_op}__", _augmented(f"__{_op}__"))
 for _op, _name in (("invert", "bitwise_invert"), ("neg", "negative"), ("pos", "positive"),
                    ("abs", "abs")):
   setattr(Array, f"__{_op}__", _unary(_name, getattr(operator, _op)))
@@ -277,33 +349,9 @@ for _op, _name in (("invert", "bitwise_invert"), ("neg", "negative"), ("pos", "p
 
 _CONTAINERS = (tuple, list, dict)
 
-
-def wrap(tree: Any) -> Any:
-  """torch.Tensor leaves of ``tree`` (tuples, lists, dicts, namedtuples) as `Array`."""
-  if isinstance(tree, torch.Tensor):
-    return Array(tree)
-  kind = type(tree)
-  if kind is tuple or kind is list:  # A list, not a generator: this runs on every op call.
-    return kind([wrap(t) for t in tree])
-  if kind is dict:
-    return {k: wrap(v) for k, v in tree.items()}
-  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-    return kind(*(wrap(t) for t in tree))
-  return tree
-
-
-def unwrap(tree: Any) -> Any:
-  """`Array` leaves of ``tree`` as their torch.Tensor."""
-  kind = type(tree)
-  if kind is Array:
-    return tree.tensor
-  if kind is tuple or kind is list:
-    return kind([t.tensor if type(t) is Array else unwrap(t) for t in tree])
-  if kind is dict:
-    return {k: unwrap(v) for k, v in tree.items()}
-  if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-    return kind(*(unwrap(t) for t in tree))
-  return tree
+# torch.Tensor leaves of a tree (tuples, lists, dicts, named tuples) as `Array`, and back.
+wrap = array_trees.mapper(torch.Tensor, Array)
+unwrap = array_trees.mapper(Array, lambda a: a.tensor)
 
 
 # Set by the torch backend as it loads (`use_namespaces`).
@@ -323,9 +371,11 @@ _STANDARD_DUNDERS = ("__array_namespace_info__",)
 
 class BodyNamespace:
   """A torch ``xp`` (or its ``linalg``/``fft``) taking and giving `Array`. Every name is set
-  when it is made: under ``torch.compile`` Dynamo reads plain attributes."""
+  when it is made: under ``torch.compile`` Dynamo reads plain attributes. ``probing``: its
+  functions record (`_diverged`) the calls whose result's shape an array's values decide
+  (`probing`)."""
 
-  def __init__(self, xp: Any):
+  def __init__(self, xp: Any, probing: bool = False):
     self._xp = xp
     self.__name__ = getattr(xp, "__name__", "crossgrad.torch.xp")
     for name in dir(xp):
@@ -333,9 +383,11 @@ class BodyNamespace:
         continue
       value = getattr(xp, name)
       if name in ("linalg", "fft"):
-        value = BodyNamespace(value)
+        value = BodyNamespace(value, probing)
       elif callable(value) and not isinstance(value, torch.dtype):
         value = _arrays_in_and_out(value)
+        if probing:
+          value = _recording_value_shapes(value, name in _VALUE_SHAPED)
       setattr(self, name, value)
     if hasattr(xp, "__array_api_version__"):
       self.__array_api_version__ = xp.__array_api_version__
@@ -356,6 +408,46 @@ def _arrays_in_and_out(fn):
     out = fn(*args, **unwrap(kwargs)) if kwargs else fn(*args)
     return Array(out) if type(out) is torch.Tensor else wrap(out)
   return call
+
+
+# Results whose shape the values of an array argument decide.
+_VALUE_SHAPED = frozenset(("nonzero", "unique_all", "unique_counts", "unique_inverse",
+                           "unique_values", "repeat"))
+
+
+def _recording_value_shapes(fn, value_shaped: bool):
+  """``fn`` recording a divergence where its result's shape may follow values: always
+  (``value_shaped``: ``nonzero``, ``unique_*``, ``repeat``) or when a 0-d integer array
+  gives a count, shape entry or axis (torch reads its value)."""
+  @functools.wraps(fn)
+  def call(*args, **kwargs):
+    if value_shaped or _integer_scalar(args) or kwargs and _integer_scalar(kwargs.values()):
+      _diverged()
+    return fn(*args, **kwargs)
+  return call
+
+
+def _integer_scalar(values) -> bool:
+  """Whether ``values`` (or a tuple or list among them) hold a 0-d integer or bool `Array`."""
+  for v in values:
+    kind = type(v)
+    if kind is Array and v.tensor.ndim == 0 and not _inexact(v.tensor) or (
+        (kind is tuple or kind is list) and _integer_scalar(v)):
+      return True
+  return False
+
+
+_PROBING: dict[BodyNamespace, BodyNamespace] = {}
+
+
+def probing(namespace_: BodyNamespace) -> BodyNamespace:
+  """``namespace_`` for a probe (`probe`): its functions record the calls whose result's
+  shape values decide (`BodyNamespace`'s ``probing``)."""
+  found = _PROBING.get(namespace_)
+  if found is None:
+    plain = namespace_._xp  # pylint: disable=protected-access
+    found = _PROBING[namespace_] = BodyNamespace(plain, probing=True)
+  return found
 
 
 def body_namespace(device: Any = "cpu") -> BodyNamespace:

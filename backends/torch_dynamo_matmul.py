@@ -25,7 +25,10 @@ def install(array_type: type) -> bool:
   """Teaches Dynamo ``@`` with an ``array_type`` operand; whether it did (see the module
   docstring)."""
   # pylint: disable=g-import-not-at-top
-  from torch._dynamo.variables import builtin, object_protocol, user_defined
+  try:
+    from torch._dynamo.variables import builtin, object_protocol, user_defined
+  except ImportError:  # A torch whose Dynamo is laid out otherwise (torch 2.11 has no
+    return False       # object_protocol): Dynamo as it is.
   variable = builtin.BuiltinVariable
   objects = getattr(user_defined, "UserDefinedObjectVariable", None)
   slots = getattr(object_protocol, "PyNumberSlots", None)

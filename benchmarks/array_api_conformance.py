@@ -164,7 +164,7 @@ def run_suite(suite: str, namespace: str, selection: str, *, max_examples: int,
     done = subprocess.run(command, cwd=suite_path, env=_environ(namespace), timeout=timeout_s,
                           capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
-    if not os.path.exists(report):
+    if done.returncode not in (0, 1) or not os.path.exists(report):  # 1: some tests failed.
       raise RuntimeError(f"{namespace}: the suite did not run:\n{done.stdout[-3000:]}"
                          f"\n{done.stderr[-3000:]}")
     with open(report) as f:

@@ -170,7 +170,7 @@ def cross_check(
     backends: frameworks compared with the NumPy reference (default: TensorFlow, JAX and
       PyTorch where installed; `crossgrad.backends.base.default_backends`).
     dtypes: floating dtypes the inputs are cast to (integer inputs stay integer).
-    devices: "all", a platform ("cpu", "gpu", "tpu") or device names ("gpu:1"), or a
+    devices: "all", a platform ("cpu", "gpu", "cuda", "tpu") or device names ("gpu:1"), or a
       list of these. Where more than one device runs, ``device`` rows compare each one
       with the backend's first device (same dtype and mode); a request a backend has no
       device for is a failing row.

@@ -25,7 +25,7 @@ from crossgrad.registry.opdef import OpDef
 # What the cross-check casts floating inputs to (bfloat16: computed in float32 by the
 # reference and rounded; complex inputs take the complex dtype of the same precision).
 DTYPES = ("float16", "bfloat16", "float32", "float64")
-PLATFORMS = ("cpu", "gpu", "tpu")
+PLATFORMS = ("cpu", "gpu", "cuda", "tpu")  # JAX names its GPUs gpu:N, torch cuda:N.
 
 
 def _name(argument: str, flags: bool) -> str:

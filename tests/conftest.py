@@ -5,6 +5,8 @@ import os
 import shutil
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Tests start JAX in subprocesses too: on a GPU each would otherwise take 75% of its memory.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 if shutil.which("nvidia-smi") is None:  # No GPU: Triton kernels run in its interpreter,
   os.environ.setdefault("TRITON_INTERPRET", "1")  # read before triton is imported.
 

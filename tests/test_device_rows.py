@@ -11,6 +11,7 @@ import pytest
 import crossgrad as cg
 from crossgrad.backends import base
 from crossgrad.backends import cpu_devices
+from crossgrad.checker import selection
 from crossgrad.checker.rows import backend_rows
 from crossgrad.checker.report import RowContext
 
@@ -122,3 +123,17 @@ def test_configure_after_start_accepts_only_the_count_already_there():
   done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                         timeout=120, check=True)
   assert "refused:" in done.stdout and "expected 2" in done.stdout.replace("'", "")
+
+
+def test_every_platform_a_backend_has_is_a_device_choice():
+  """JAX's GPUs are gpu:N and torch's cuda:N: each platform name selects its devices."""
+  class Backend:
+    def __init__(self, *names):
+      self.names = list(names)
+
+    def devices(self):
+      return self.names
+
+  valid = selection._device_names({"jax": Backend("cpu:0", "gpu:0"),
+                                   "torch": Backend("cpu:0", "cuda:0", "cuda:1")})
+  assert valid == ["all", "cpu", "gpu", "cuda", "cpu:0", "gpu:0", "cuda:0", "cuda:1"]

@@ -187,3 +187,26 @@ def test_keras_ops_use_the_backends_kernel(registered):
   x = np.asarray([-1.0, 2.0], np.float32)
   np.testing.assert_allclose(keras.ops.convert_to_numpy(cg.keras.get(kf.OP)(x)), [-0.3, 2.0],
                              rtol=1e-6)
+
+
+def test_a_torch_kernel_is_checked_under_torch_compile(registered):
+  """A torch kernel (a plain `autograd.Function`, so it compiles on CPU as a Triton one does
+  on a GPU) runs under ``torch.compile``: the output checks' NumPy reference is not traced,
+  a correct kernel is green there and a planted backward bug is caught there."""
+  import torch  # pylint: disable=g-import-not-at-top
+
+  def launch(factor):
+    return lambda x, g, slope: torch.where(x > 0, g, factor * slope * g)
+
+  declared = {m: "not under test" for m in ("vmap", "jvp", "second_order")}
+  correct = example.autograd_function(launch(1.0))
+  wrong = example.autograd_function(lambda x, g, slope: (launch(1.0) if g is x else launch(3.0))(
+      x, g, slope))  # The forward (g is x) is right, the backward's slope is 3 times too big.
+  registered("torch", name="right", fn=correct, unsupported=declared)
+  registered("torch", name="wrong", fn=wrong, unsupported=declared)
+  report = cg.cross_check(kf.OP, backends=["torch"], impls=["right", "wrong"],
+                          modes=["compile"], **_FAST)
+  compiled = {(r.impl, r.check): r.ok for r in report.rows
+              if r.mode == "compile" and r.check != "skipped"}
+  assert compiled == {("right", "forward"): True, ("right", "vjp"): True,
+                      ("wrong", "forward"): True, ("wrong", "vjp"): False}, report.table()

@@ -2,6 +2,8 @@
 devices. Expected values come from NumPy, JAX, finite differences or the adjoint identity,
 never from torch itself. torch.compile is slow on two cores: few, small compiles."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -364,6 +366,23 @@ def test_warm_up_probes_the_cpu_once_in_the_background_for_compile_only(monkeypa
   assert isinstance(module, protocol.WarmUp)
 
 
+
+def test_kernels_are_marked_for_dynamo_only_after_the_warm_up(monkeypatch):
+  """Marking a kernel's reference shapes for Dynamo imports Dynamo, which must wait for the
+  warm-up's import of Inductor: two threads importing them at once can deadlock."""
+  import threading  # pylint: disable=g-import-not-at-top
+  import torch._dynamo  # pylint: disable=g-import-not-at-top,unused-import  # Marking is instant.
+  module = base.load("torch")
+  order, release = [], threading.Event()
+  probe = threading.Thread(target=lambda: (release.wait(5), order.append("probe")))
+  monkeypatch.setattr(module, "_WARM_UP", probe)
+  probe.start()
+  threading.Timer(0.2, release.set).start()
+  core = module._CORE  # pylint: disable=protected-access
+  marked = core.constant_at_trace(lambda: order.append("marked"))
+  marked()
+  assert order == ["probe", "marked"]
+
 def _made_arrays_forward(xp, x):
   return x + xp.ones(x.shape, dtype=x.dtype) + xp.zeros(x.shape, dtype=x.dtype), ()
 
@@ -457,3 +476,34 @@ def test_a_misuse_under_torch_compile_names_the_crossgrad_error():
   with torch.compiler.set_stance("force_eager"), pytest.raises(
       cg.CrossgradError, match="got int32. Cast it"):  # What the docs say shows it whole.
     full_graph(x)
+
+
+def test_the_dynamo_matmul_shim_leaves_a_dynamo_without_its_internals_alone(monkeypatch):
+  """Where Dynamo lacks the module the shim builds on (torch 2.11: no object_protocol), it
+  installs nothing rather than breaking Dynamo's own import."""
+  from crossgrad.backends import torch_dynamo_matmul  # pylint: disable=g-import-not-at-top
+  from torch._dynamo.variables import builtin  # pylint: disable=g-import-not-at-top
+  monkeypatch.setitem(sys.modules, "torch._dynamo.variables.object_protocol", None)
+  monkeypatch.delattr("torch._dynamo.variables.object_protocol", raising=False)
+  before = builtin.BuiltinVariable.__dict__.get("call_matmul")
+  assert torch_dynamo_matmul.install(type("Other", (), {})) is False
+  assert builtin.BuiltinVariable.__dict__.get("call_matmul") is before
+
+
+def test_cumulative_sums_compile_without_dynamo_warnings():
+  """xp.cumulative_sum/prod with include_initial under torch.compile: the standard's values,
+  and no warning from Dynamo (array_api_compat's versions look up a cached namespace)."""
+  import warnings  # pylint: disable=g-import-not-at-top
+  xp = cg.torch.xp
+
+  def scans(x):
+    return (xp.cumulative_sum(x, axis=0, include_initial=True),
+            xp.cumulative_prod(x, axis=1, include_initial=True))
+
+  x = torch.arange(1.0, 7.0).reshape(3, 2)
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    total, product = torch.compile(scans, fullgraph=True)(x)
+  assert not [w for w in caught if "Dynamo" in str(w.message)], [str(w.message) for w in caught]
+  np.testing.assert_array_equal(total, np.concatenate([[[0, 0]], np.cumsum(x.numpy(), 0)]))
+  np.testing.assert_array_equal(product, np.concatenate([[[1]] * 3, np.cumprod(x.numpy(), 1)], 1))
