@@ -239,7 +239,7 @@ def _structure_rows(problem: Problem, name: str) -> list[tuple]:
 def settings(quick: bool) -> dict:
   """run()'s arguments for a full or a quick run."""
   if quick:
-    return {"sizes": QUICK_SIZES, "budget_s": 0.2, "min_repeats": 3, "modes": QUICK_MODES}
+    return {"sizes": QUICK_SIZES, "budget_s": 0.05, "min_repeats": 3, "modes": QUICK_MODES}
   return {"sizes": SIZES, "budget_s": 2.0, "min_repeats": 15, "modes": MODES}
 
 
