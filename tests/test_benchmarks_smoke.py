@@ -150,6 +150,16 @@ def test_quick_rulebook_and_network_benchmarks(quick_run):
   assert json.loads((out_dir / "sparse_network.json").read_text())["parts"] == result["parts"]
 
 
+def test_quick_bernoulli_mask_writes_every_ratio(quick_run):
+  _, out_dir = quick_run
+  results = json.loads((out_dir / "bernoulli_mask.json").read_text())
+  for framework in ("tensorflow", "jax"):
+    for noise in ("given_u", "sampled"):
+      row = results["frameworks"][framework][noise]
+      assert len(row["op_ms_all"]) == len(row["handwritten_ms_all"]) == results["repeats"]
+  assert results["environment"]["tensorflow"] and results["environment"]["jax"]
+
+
 def test_hand_written_baselines_compute_what_the_ops_compute():
   """The overhead ratios compare equal work: same outputs and gradients, in every framework."""
   rng = np.random.default_rng(0)
