@@ -40,6 +40,13 @@ from crossgrad.registry.opdef import OpDef
 from crossgrad.registry.validation import ArraySpec
 
 
+Body = Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any]
+
+
+def _plain_body(fn: Callable[..., Any], xp: Any, args: Sequence[Any], params: dict) -> Any:
+  return fn(xp, *args, **params)
+
+
 @dataclasses.dataclass(frozen=True)
 class Adapter:
   """What a framework supplies to the op core.
@@ -63,10 +70,10 @@ class Adapter:
       device, which a context manager would do eagerly but not under torch.compile).
     conjugate_complex: the framework's complex gradients are the conjugates of JAX's VJP
       (TensorFlow, torch): the core converts a complex op's backward (module docstring).
-    body: runs the op's forward or backward, ``body(fn, xp, args, params)`` (default
-      ``fn(xp, *args, **params)``; TensorFlow hands the body the standard's array object).
-    core_body: where given, makes each op core's own ``body``, used instead of ``body``
-      (torch: one remembering, per signature, whether its bodies can run on plain tensors).
+    make_body: makes one op core's ``body(fn, xp, args, params)``, which runs the op's
+      forward or backward (default: ``fn(xp, *args, **params)``; TensorFlow and JAX hand the
+      body the standard's array object; torch's remembers, per signature, whether its bodies
+      can run on plain tensors).
     tracing: while it returns True the core checks every call in full and leaves its
       caches alone (torch: Dynamo traces the call, and would guard on them).
   """
@@ -78,12 +85,9 @@ class Adapter:
   as_output: Callable[[Any], Any] = lambda x: x
   namespace_for: Callable[[Sequence[Any]], Any] | None = None
   conjugate_complex: bool = False
-  body: Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any] = (
-      lambda fn, xp, args, params: fn(xp, *args, **params))
+  make_body: Callable[[], Body] = lambda: _plain_body
   tracing: Callable[[], bool] = lambda: False
   key_of: Callable[[Any], Any] | None = None
-  core_body: Callable[[], Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any]] | None = (
-      None)
   constant_at_trace: Callable[[Callable[..., Any]], Callable[..., Any]] = lambda fn: fn
 
 
@@ -135,7 +139,7 @@ class OpCore:
     self._key_of = adapter.key_of or adapter.spec_of
     self._checked_inputs: dict[tuple, bool] = {}
     self._specs: dict[tuple, Specs] = {}
-    self._body = adapter.body if adapter.core_body is None else adapter.core_body()
+    self._body = adapter.make_body()
 
   def prepare(self, inputs: Sequence[Any]) -> list[Any]:
     """The call's inputs, counted, as the framework's arrays, checked (their specs, and

@@ -20,13 +20,13 @@ nothing is remembered.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Sequence
 
 import torch
 from torch.autograd import forward_ad
 
 from crossgrad.backends import base
 from crossgrad.backends import torch_array_object
+from crossgrad.backends.op_core import Body
 from crossgrad.backends.torch_array_object import Array, BodyNamespace
 
 _SIGNATURE_LIMIT = 256  # Signatures an op core remembers (then it starts afresh).
@@ -48,11 +48,8 @@ def always_wrapped():
     _ELIDING.pop()
 
 
-Body = Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any]
-
-
 def make_body() -> Body:
-  """One op core's ``body(fn, xp, args, params)`` (`op_core.Adapter.core_body`), with its
+  """One op core's ``body(fn, xp, args, params)`` (`op_core.Adapter.make_body`), with its
   own memory of which signatures run on plain tensors (the module docstring)."""
   plain: dict[tuple, bool] = {}
 
