@@ -175,14 +175,14 @@ class Array:
     return f"Array({self.tensor!r})"
 
   def __getitem__(self, key):
-    if type(key) is tuple and all(map(_is_basic, key)) or _is_basic(key):
+    if _is_basic_key(key):
       return Array(self.tensor[key])
     _diverged()
     tensor, key = _standard_key(self.tensor, key)
     return Array(tensor[key])
 
   def __setitem__(self, key, value):
-    if not (type(key) is tuple and all(map(_is_basic, key)) or _is_basic(key)):
+    if not _is_basic_key(key):
       _diverged()
     tensor, key = _standard_key(self.tensor, key)
     if tensor is not self.tensor:  # A negative step reads a flipped copy.
@@ -196,6 +196,11 @@ class Array:
     raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
   __hash__ = None
+
+
+def _is_basic_key(key) -> bool:
+  """A key torch reads as the standard does: `_is_basic` alone or each entry of a tuple."""
+  return type(key) is tuple and all(map(_is_basic, key)) or _is_basic(key)
 
 
 def _is_basic(k) -> bool:
