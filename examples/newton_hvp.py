@@ -127,8 +127,8 @@ def hvp_error(loss: Callable, w, seed: int) -> float:
   from jax.flatten_util import ravel_pytree  # pylint: disable=g-import-not-at-top
   flat, unravel = ravel_pytree(w)
   v = np.random.default_rng(seed).standard_normal(flat.shape)
-  dense = jax.hessian(lambda f: loss(unravel(f)))(flat) @ v
-  fast = ravel_pytree(hvp(loss, w, unravel(v)))[0]
+  dense = jax.jit(jax.hessian(lambda f: loss(unravel(f))))(flat) @ v
+  fast = ravel_pytree(jax.jit(hvp, static_argnums=0)(loss, w, unravel(v)))[0]
   return float(np.max(np.abs(fast - dense)) / np.max(np.abs(dense)))
 
 
@@ -156,7 +156,7 @@ def quantized_least_squares(seed: int) -> dict:
                                op, op.resolve_params(QUANTIZE)))):
       loss = lambda w, q=quantize: 0.5 * jnp.mean(jnp.square(x @ q(w) - y))
       grad = jax.grad(loss)(w)
-      matvec = lambda v, loss=loss: hvp(loss, w, v)
+      matvec = jax.jit(lambda v, loss=loss: hvp(loss, w, v))
       try:
         jax.jvp(loss, (w,), (w,))
         results[f"{name}_forward_mode"] = "works"
