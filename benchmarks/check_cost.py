@@ -149,10 +149,13 @@ def timed_check(**kwargs) -> tuple[float, "cg.Report"]:
   return time.perf_counter() - start, report
 
 
-def scaling_rows(sizes: Sequence[int]) -> list[tuple]:
-  """`cross_check(["leaky_relu"], inputs=[x])` at each size, split by where time went."""
+def scaling_rows(sizes: Sequence[int], start_up: bool = True) -> list[tuple]:
+  """`cross_check(["leaky_relu"], inputs=[x])` at each size, split by where time went.
+  ``start_up``: a check at 16 elements first, so that the frameworks' start-up and first
+  compilations stay out of the timed rows (without it the first row includes them)."""
   rows, n_params = [], len(cg.get("leaky_relu").param_sets)
-  cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(16)])  # Frameworks start up.
+  if start_up:
+    cg.cross_check(["leaky_relu"], inputs=[leaky_relu_inputs(16)])
   for size in sizes:
     x = leaky_relu_inputs(size)
     total, report = timed_check(inputs=[x])
@@ -271,18 +274,19 @@ def targets(cache: list[dict], by_backend: Sequence[tuple] = ()) -> list[dict]:
 
 
 def settings(quick: bool) -> dict:
-  """run()'s arguments for a full or a quick run (no framework imports, no full check)."""
+  """run()'s arguments for a full or a quick run (no framework imports, no full check, no
+  start-up check before the scaling rows: it proves the benchmark runs, not its figures)."""
   if quick:
     return {"sizes": QUICK_SIZES, "repeats": 1, "frameworks": False, "full_check": False,
-            "cap_s": 2.0, "by_backend": False, "jobs": ()}
+            "cap_s": 2.0, "by_backend": False, "jobs": (), "start_up": False}
   return {"sizes": SIZES, "repeats": 5, "frameworks": True, "full_check": True, "cap_s": 20.0,
-          "by_backend": True, "jobs": JOBS}
+          "by_backend": True, "jobs": JOBS, "start_up": True}
 
 
 def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
         full_check: bool = True, cap_s: float = 20.0, cap_bytes: int = 2 << 30,
         jobs: Sequence[int] = JOBS, json_path: str | None = None,
-        by_backend: bool = True, threads: int | None = None) -> dict:
+        by_backend: bool = True, threads: int | None = None, start_up: bool = True) -> dict:
   """Runs the benchmark, prints its tables, writes JSON; returns the JSON payload."""
   if threads:
     import torch  # pylint: disable=g-import-not-at-top  # Only where threads are asked for.
@@ -294,7 +298,7 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
     full_row, full_ok = full_check_row()
     rows.append(full_row)
   cache = cache_rows(jobs)  # Fresh processes: run while this one is small.
-  scaling = scaling_rows(sizes)
+  scaling = scaling_rows(sizes, start_up)
   by_backend = backend_scaling_rows(threads=threads) if by_backend else []
   gradient = compute_gradient_times(sizes, cap_s, cap_bytes)
   for size, _, _, total, *_ in scaling:
@@ -332,7 +336,8 @@ def run(sizes: Sequence[int] = SIZES, repeats: int = 5, frameworks: bool = True,
                                and all(r["status"] == "ok" for r in cache),
              "settings": {"sizes": list(sizes), "repeats": repeats, "frameworks": frameworks,
                           "full_check": full_check, "cap_s": cap_s,
-                          "cap_bytes": cap_bytes, "jobs": list(jobs), "threads": threads},
+                          "cap_bytes": cap_bytes, "jobs": list(jobs), "threads": threads,
+                          "start_up": start_up},
              "check_cost": figures,
              "check_runs": cache,
              "rows": [dict(zip(header, r)) for r in rows],
