@@ -2,6 +2,7 @@
 each binary's ``--help`` lists the flags it defines."""
 
 import ast
+import json
 import os
 import pathlib
 import re
@@ -84,11 +85,14 @@ def test_every_binary_is_found_with_its_flags():
 SCRIPTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
 
 
-def _help(command: list[str]) -> str:
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+def _env():
+  return dict(os.environ, PYTHONPATH=os.pathsep.join(
       [str(ROOT.parent)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+
+
+def _help(command: list[str]) -> str:
   result = subprocess.run([*command, "--help"], capture_output=True, text=True, timeout=300,
-                          env=env, check=False)
+                          env=_env(), check=False)
   return result.stdout + result.stderr
 
 
@@ -98,11 +102,23 @@ def _missing(listed: str, source: str) -> list[str]:
   return sorted(f for f in defined if f"--{f}:" not in listed and f"--[no]{f}:" not in listed)
 
 
+@pytest.fixture(scope="module")
+def helps():
+  """``{binary: what its --help prints}``, each binary run as ``python -m crossgrad.<binary>
+  --help`` runs it, in a child of tests/usage_errors_worker.py (which imports the frameworks
+  once for all of them, where each binary's own process would import them again)."""
+  cases = [[f"crossgrad.{binary}", ["--help"]] for binary in sorted(BINARIES)]
+  done = subprocess.run([sys.executable, str(ROOT / "tests" / "usage_errors_worker.py"),
+                         json.dumps(cases)], capture_output=True, text=True, timeout=600,
+                        env=dict(_env(), TF_CPP_MIN_LOG_LEVEL="3"), check=True)
+  return {r["module"].removeprefix("crossgrad."): r["output"] for r in json.loads(done.stdout)}
+
+
 @pytest.mark.parametrize("binary", sorted(BINARIES))
-def test_help_lists_the_binarys_own_flags(binary):
+def test_help_lists_the_binarys_own_flags(helps, binary):
   """absl's --help lists only the main module's key flags: a binary whose flags live in a
   library module (crossgrad.checker.main, benchmarks/timing.py) must adopt them."""
-  listed = _help([sys.executable, "-m", f"crossgrad.{binary}"])
+  listed = helps[binary]
   missing = _missing(listed, BINARIES[binary])
   assert not missing, f"{binary} --help does not list {missing}:\n{listed[-2000:]}"
 

@@ -1,4 +1,5 @@
-"""Runs crossgrad binaries with bad command lines; prints their exit statuses as JSON.
+"""Runs crossgrad binaries with given command lines (bad ones, ``--help``); prints their
+exit statuses and output as JSON.
 
   python tests/usage_errors_worker.py '[["crossgrad.check", ["--opz=x"]], ...]'
 
