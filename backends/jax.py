@@ -83,7 +83,7 @@ def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: 
 _CORE = op_core.Adapter(
     NAME, xp, spec_of,
     to_arrays=lambda inputs: [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in inputs],
-    make_body=lambda: _body)
+    make_body=lambda: op_core.EveryCall(_body))
 # The specs a backward validates against travel as static pytree aux data.
 jax.tree_util.register_static(op_core.Specs)
 

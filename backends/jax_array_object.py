@@ -25,7 +25,6 @@ same as with plain tracers.
 from __future__ import annotations
 
 import contextlib
-import functools
 import operator
 from typing import Any
 
@@ -212,28 +211,12 @@ def body_namespace() -> BodyNamespace:
   return _BODY[0]
 
 
-class BodyNamespace:
+class BodyNamespace(array_trees.LazyNamespace):
   """``crossgrad.jax.xp`` (or its ``linalg``/``fft``) taking and giving `Array`."""
 
-  def __init__(self, xp: Any):
-    self._xp = xp
-    self.__name__ = getattr(xp, "__name__", "crossgrad.jax.xp")
+  DEFAULT_NAME = "crossgrad.jax.xp"
 
-  def __getattr__(self, name: str) -> Any:
-    value = getattr(self._xp, name)
-    if name in ("linalg", "fft"):
-      value = BodyNamespace(value)
-    elif callable(value) and not isinstance(value, type) and name != "dtype":
-      value = _arrays_in_and_out(value)
-    setattr(self, name, value)  # Later lookups skip __getattr__.
+  def made(self, name: str, value: Any) -> Any:
+    if callable(value) and not isinstance(value, type) and name != "dtype":
+      return array_trees.arrays_in_and_out(value, wrap, unwrap)
     return value
-
-  def __dir__(self):
-    return dir(self._xp)
-
-
-def _arrays_in_and_out(fn):
-  @functools.wraps(fn)  # fn's name, doc and signature (inspect.signature follows __wrapped__).
-  def call(*args, **kwargs):
-    return wrap(fn(*unwrap(args), **unwrap(kwargs)) if kwargs else fn(*unwrap(args)))
-  return call

@@ -32,7 +32,7 @@ docs/backends.md shows a new backend plugging in.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from crossgrad.backends import base
 from crossgrad.registry import validation
@@ -40,11 +40,52 @@ from crossgrad.registry.opdef import OpDef
 from crossgrad.registry.validation import ArraySpec
 
 
-Body = Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any]
+class Signature:
+  """What an op core knows of the calls whose inputs have one tuple of keys
+  (``Adapter.key_of``): whether they passed the input checks, the `Specs` of their forwards
+  by output keys, and ``memo``, where its `Body` keeps what it learnt of them (None until
+  it does)."""
+
+  __slots__ = ("keys", "checked", "specs", "memo")
+
+  def __init__(self, keys: tuple):
+    self.keys, self.checked, self.specs, self.memo = keys, False, {}, None
 
 
-def _plain_body(fn: Callable[..., Any], xp: Any, args: Sequence[Any], params: dict) -> Any:
+class Body(Protocol):
+  """How one op core runs its op's forward and backward (`Adapter.make_body`).
+
+  ``signature`` is the `Signature` of the forward's inputs, or None while a tracer traces
+  the call. A backward's ``args``, ``(residuals, g)``, come from a forward whose inputs had
+  that signature.
+  """
+
+  def forward(self, fn: Callable[..., Any], xp: Any, inputs: Sequence[Any], params: dict,
+              signature: Signature | None) -> Any:
+    """``fn(xp, *inputs, **params)``: the op's forward."""
+
+  def backward(self, fn: Callable[..., Any], xp: Any, args: Sequence[Any], params: dict,
+               signature: Signature | None) -> Any:
+    """``fn(xp, *args, **params)``: the op's backward."""
+
+
+def _as_called(fn: Callable[..., Any], xp: Any, args: Sequence[Any], params: dict) -> Any:
   return fn(xp, *args, **params)
+
+
+@dataclasses.dataclass(frozen=True)
+class EveryCall:
+  """A `Body` running forward and backward alike, ``run(fn, xp, args, params)``."""
+
+  run: Callable[[Callable[..., Any], Any, Sequence[Any], dict], Any] = _as_called
+
+  def forward(self, fn, xp, inputs, params, signature):
+    del signature  # Unused: every call runs the same way.
+    return self.run(fn, xp, inputs, params)
+
+  def backward(self, fn, xp, args, params, signature):
+    del signature
+    return self.run(fn, xp, args, params)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,9 +111,9 @@ class Adapter:
       device, which a context manager would do eagerly but not under torch.compile).
     conjugate_complex: the framework's complex gradients are the conjugates of JAX's VJP
       (TensorFlow, torch): the core converts a complex op's backward (module docstring).
-    make_body: makes one op core's ``body(fn, xp, args, params)``, which runs the op's
-      forward or backward (default: ``fn(xp, *args, **params)``; TensorFlow and JAX hand the
-      body the standard's array object; torch's remembers, per signature, whether its bodies
+    make_body: makes one op core's `Body`, which runs the op's forward and backward
+      (default `EveryCall`: ``fn(xp, *args, **params)``; TensorFlow and JAX hand the
+      functions the standard's array object; torch's remembers, per signature, whether they
       can run on plain tensors).
     tracing: while it returns True the core checks every call in full and leaves its
       caches alone (torch: Dynamo traces the call, and would guard on them).
@@ -85,7 +126,7 @@ class Adapter:
   as_output: Callable[[Any], Any] = lambda x: x
   namespace_for: Callable[[Sequence[Any]], Any] | None = None
   conjugate_complex: bool = False
-  make_body: Callable[[], Body] = lambda: _plain_body
+  make_body: Callable[[], Body] = EveryCall
   tracing: Callable[[], bool] = lambda: False
   key_of: Callable[[Any], Any] | None = None
   constant_at_trace: Callable[[Callable[..., Any]], Callable[..., Any]] = lambda fn: fn
@@ -98,7 +139,8 @@ class Specs:
   inputs: tuple[ArraySpec, ...]
   outputs: tuple[ArraySpec, ...]
   single: bool  # The forward returned one array, not a tuple of them.
-  input_keys: tuple[Any, ...]  # The adapter's ``key_of`` of each input.
+  # Of the inputs (None while traced): their keys, what a backward's bodies are told.
+  signature: Signature | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,16 +171,15 @@ class OpCore:
   """
 
   # No instance dict: torch.compile guards that none shadows a method it calls.
-  __slots__ = ("adapter", "op", "params", "name", "_n_inputs", "_key_of", "_checked_inputs",
-               "_specs", "_body")
+  __slots__ = ("adapter", "op", "params", "name", "_n_inputs", "_key_of", "_signatures",
+               "_body")
 
   def __init__(self, adapter: Adapter, op: OpDef, params: dict):
     self.adapter, self.op, self.params = adapter, op, params
     self.name = adapter.name
     self._n_inputs = len(op.input_names)
     self._key_of = adapter.key_of or adapter.spec_of
-    self._checked_inputs: dict[tuple, bool] = {}
-    self._specs: dict[tuple, Specs] = {}
+    self._signatures: dict[tuple, Signature] = {}
     self._body = adapter.make_body()
 
   def prepare(self, inputs: Sequence[Any]) -> list[Any]:
@@ -150,10 +191,10 @@ class OpCore:
     if self.adapter.tracing():
       self._check_input_specs(arrays)
     else:
-      keys = tuple(map(self._key_of, arrays))
-      if keys not in self._checked_inputs:
-        base.interned(self._checked_inputs, keys, lambda _: self._check_input_specs(arrays),
-                      _SEEN_LIMIT)
+      signature = self._signature(arrays)
+      if not signature.checked:
+        self._check_input_specs(arrays)
+        signature.checked = True
     if self.op.check_values is not None:
       validation.check_values(self.op, self.name, self.adapter.xp, arrays, self.params)
     return arrays
@@ -161,17 +202,21 @@ class OpCore:
   def forward(self, inputs: Sequence[Any]) -> Forward:
     """The op's forward on prepared inputs: its result's form and its outputs' dtypes."""
     adapter = self.adapter
-    result = self._body(self.op.forward, self._namespace(inputs), inputs, self.params)
+    tracing = adapter.tracing()
+    signature = None if tracing else self._signature(inputs)
+    result = self._body.forward(self.op.forward, self._namespace(inputs), inputs, self.params,
+                                signature)
     outputs, residuals = validation.check_forward_result(self.op, self.name, result)
     outs = tuple(map(adapter.as_output, validation.as_tuple(outputs)))
     single = not isinstance(outputs, (tuple, list))
-    if adapter.tracing():
-      return Forward(outs, residuals, self._checked_specs(inputs, outs, single))
-    key = (tuple(map(self._key_of, inputs)), tuple(map(self._key_of, outs)), single)
-    specs = self._specs.get(key)
+    if tracing:
+      return Forward(outs, residuals, self._checked_specs(inputs, outs, single, None))
+    key = (tuple(map(self._key_of, outs)), single)
+    specs = signature.specs.get(key)
     if specs is None:
-      specs = base.interned(self._specs, key,
-                            lambda _: self._checked_specs(inputs, outs, single), _SEEN_LIMIT)
+      specs = base.interned(signature.specs, key,
+                            lambda _: self._checked_specs(inputs, outs, single, signature),
+                            _SEEN_LIMIT)
     return Forward(outs, residuals, specs)
 
   def backward(self, residuals: Any, upstream: Sequence[Any], specs: Specs,
@@ -184,9 +229,10 @@ class OpCore:
     if convert:
       upstream = self._conjugated(upstream, specs.outputs)
     g = validation.cotangent_for(self.op, specs.outputs, upstream, zeros, specs.single)
-    cotangents = self._body(self.op.backward, self._namespace(on), (residuals, g),
-                                   self.params)
-    if not self._match(cotangents, specs.input_keys):
+    signature = None if self.adapter.tracing() else specs.signature
+    cotangents = self._body.backward(self.op.backward, self._namespace(on), (residuals, g),
+                                     self.params, signature)
+    if not self._match(cotangents, specs):
       cotangents = validation.check_cotangents(self.op, self.name, specs.inputs, cotangents,
                                                self.adapter.spec_of)
     return self._conjugated(cotangents, specs.inputs) if convert else cotangents
@@ -195,28 +241,35 @@ class OpCore:
     namespace_for = self.adapter.namespace_for
     return self.adapter.xp if namespace_for is None else namespace_for(arrays)
 
-  def _check_input_specs(self, arrays: Sequence[Any]) -> bool:
-    """Checks a call's input specs (`validation.check_inputs`); True, what `prepare`
-    remembers for their keys."""
+  def _signature(self, arrays: Sequence[Any]) -> Signature:
+    """The `Signature` of ``arrays``' keys (made on a miss)."""
+    keys = tuple(map(self._key_of, arrays))
+    found = self._signatures.get(keys)
+    return found or base.interned(self._signatures, keys, Signature, _SEEN_LIMIT)
+
+  def _check_input_specs(self, arrays: Sequence[Any]) -> None:
+    """Checks a call's input specs (`validation.check_inputs`)."""
     validation.check_inputs(self.op, self.name, tuple(map(self.adapter.spec_of, arrays)),
                             self.params)
-    return True
 
-  def _checked_specs(self, inputs: Sequence[Any], outs: Sequence[Any], single: bool) -> Specs:
+  def _checked_specs(self, inputs: Sequence[Any], outs: Sequence[Any], single: bool,
+                     signature: Signature | None) -> Specs:
     """The `Specs` of a forward, its outputs' dtypes checked."""
     spec_of = self.adapter.spec_of
     in_specs, out_specs = tuple(map(spec_of, inputs)), tuple(map(spec_of, outs))
     validation.check_output_dtypes(self.op, self.name, in_specs, out_specs)
-    return Specs(in_specs, out_specs, single, tuple(map(self._key_of, inputs)))
+    return Specs(in_specs, out_specs, single, signature)
 
-  def _match(self, cotangents: Any, keys: Sequence[Any]) -> bool:
+  def _match(self, cotangents: Any, specs: Specs) -> bool:
     """Whether ``cotangents`` is a tuple with, for each input, None where it is
     non-differentiable and else an array of exactly its spec (its key): what
-    `validation.check_cotangents` accepts (and then returns unchanged)."""
-    if type(cotangents) is not tuple or len(cotangents) != self._n_inputs:
+    `validation.check_cotangents` accepts (and then returns unchanged). Eager only (the
+    keys are the signature's)."""
+    if (specs.signature is None or type(cotangents) is not tuple
+        or len(cotangents) != self._n_inputs):
       return False
     nondiff, key_of = self.op.nondiff_argnums, self._key_of
-    for i, (ct, key) in enumerate(zip(cotangents, keys)):
+    for i, (ct, key) in enumerate(zip(cotangents, specs.signature.keys)):
       if (ct is None) != (i in nondiff) or ct is not None and key_of(ct) != key:
         return False
     return True

@@ -166,7 +166,7 @@ _CORE = op_core.Adapter(
     # Reading variables here lets the tape route their gradients through the op.
     to_arrays=lambda inputs: [_as_tensor(x) for x in inputs],
     conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
-    make_body=lambda: _body)
+    make_body=lambda: op_core.EveryCall(_body))
 
 
 def _primitive(core: op_core.OpCore) -> Callable[..., Any]:

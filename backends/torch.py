@@ -431,7 +431,7 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
 CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(NAME, xp, spec_of, key_of=_key_of, to_arrays=_to_tensors,
                         namespace_for=_namespace_for,
-                        make_body=torch_plain_bodies.make_body,
+                        make_body=lambda: torch_plain_bodies.PlainBodies(_BODY_XP),
                         conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
                         tracing=torch.compiler.is_compiling,
                         constant_at_trace=lambda fn: _constant_at_trace(fn))  # Below.

@@ -1,16 +1,20 @@
 """Eager op bodies on plain tensors where the standard's array object changes nothing.
 
 A torch op body sees `torch_array_object.Array`, whose wrapping costs a Python call per
-operator and ``xp`` call: a tenth of an eager step of small arrays. Each op core's ``body``
-(`make_body`) therefore runs the first eager call of a body for a signature (`_signature`:
-the body, its namespace, so the device, and each argument's shape, dtype and device, the
-arguments' structure and their Python constants; the op's parameters are the core's) on
+operator and ``xp`` call: a tenth of an eager step of small arrays. Each op core's `PlainBodies`
+therefore runs the first eager call of its forward, and of its backward, for a signature on
 `Array`, probed (`torch_array_object.probe`): it records where a plain ``torch.Tensor`` would
 behave otherwise (``size``, ``to_device``, an operator's or indexing's non-torch path, ...)
 and where values reach Python (``bool``, ``float``, ``nonzero``, ...). A signature whose probe
 recorded nothing and raised nothing runs on plain tensors and the plain namespace from then
 on: the body's control flow sees nothing but the signature, so it takes the same path, with
 the same torch calls, as the probe did. Any other signature stays on `Array`.
+
+A signature is what a body's control flow can see of its arguments but values (the op's
+parameters are the core's own): for a forward of plain tensors all on the CPU, their shapes
+and dtypes (the op core's `op_core.Signature`); for the backward after a forward that runs
+plain, the same; for any other call, the body, its namespace, each tensor's shape, dtype and
+device, the arguments' structure and their Python constants (`_signature`).
 
 Under ``torch.compile`` (Dynamo traces the wrapper away), torch.func transforms, forward-mode
 AD, on meta and fake tensors, and inside `always_wrapped`, every call runs on `Array` and
@@ -26,10 +30,9 @@ from torch.autograd import forward_ad
 
 from crossgrad.backends import base
 from crossgrad.backends import torch_array_object
-from crossgrad.backends.op_core import Body
 from crossgrad.backends.torch_array_object import Array, BodyNamespace
 
-_SIGNATURE_LIMIT = 256  # Signatures an op core remembers (then it starts afresh).
+_SIGNATURE_LIMIT = 256  # Walked signatures an op core remembers (then it starts afresh).
 _ELIDING = [True]
 
 # Bound once: they run on every eager call. Dynamo knows is_compiling by identity.
@@ -48,31 +51,93 @@ def always_wrapped():
     _ELIDING.pop()
 
 
-def make_body() -> Body:
-  """One op core's ``body(fn, xp, args, params)`` (`op_core.Adapter.make_body`), with its
-  own memory of which signatures run on plain tensors (the module docstring)."""
-  plain: dict[tuple, bool] = {}
+_FORWARD, _BACKWARD = 0, 1  # In a signature's memo: whether each runs plain (None: unknown).
 
-  def body(fn, namespace_, args, params):
+
+class PlainBodies:
+  """One op core's `op_core.Body`: its forward and backward on plain tensors for each
+  signature whose probe found that `Array` changes nothing (the module docstring).
+
+  Eagerly the op core hands the `op_core.Signature` of the forward's inputs: their keys
+  (shape and dtype). With ``on_cpu``, the body namespace the core hands when every input is
+  on the CPU, the keys say the devices too, and the verdicts live in the signature's memo.
+  A backward after a forward that runs plain for its keys has the same signature: that
+  forward's control flow saw nothing else, so the structure, shapes, dtypes, devices and
+  constants of its residuals and cotangents follow from it. Any other call is known by
+  walking its arguments (`_signature`).
+  """
+
+  def __init__(self, on_cpu: BodyNamespace):
+    self._on_cpu = on_cpu
+    self._walked: dict[tuple, bool] = {}
+
+  # The common call (eager, on the CPU) comes first, written out (`_untransformed` inline):
+  # it runs twice in every train step, where each Python call costs a tenth of a microsecond.
+  def forward(self, fn, namespace_, inputs, params, signature):
     if type(namespace_) is not BodyNamespace:  # torch_array_object.native_tensors.
+      return fn(namespace_, *inputs, **params)
+    if (signature is not None and namespace_ is self._on_cpu and _ELIDING[-1]
+        and not _transforms_active() and forward_ad._current_level < 0):  # pylint: disable=protected-access
+      for x in inputs:
+        if type(x) is not _TENSOR and type(x) is not _PARAMETER:  # A subclass, a fake.
+          break
+      else:
+        verdicts = signature.memo or _new_memo(signature)
+        if verdicts[_FORWARD]:
+          return fn(namespace_._xp, *inputs, **params)  # pylint: disable=protected-access
+        if verdicts[_FORWARD] is None:
+          return _probed(lambda same: verdicts.__setitem__(_FORWARD, same),
+                         fn, namespace_, inputs, params)
+        return _wrapped(fn, namespace_, inputs, params)
+    return self._walking(fn, namespace_, inputs, params)
+
+  def backward(self, fn, namespace_, args, params, signature):
+    if type(namespace_) is not BodyNamespace:
       return fn(namespace_, *args, **params)
-    # Dynamo traces the wrapper away, and would guard on ``plain``: compiled, transformed and
-    # forward-mode calls run wrapped and are not remembered.
-    if (_is_compiling() or not _ELIDING[-1] or _transforms_active()
-        or forward_ad._current_level >= 0):  # pylint: disable=protected-access
-      return _wrapped(fn, namespace_, args, params)
+    if (signature is not None and signature.memo is not None and namespace_ is self._on_cpu
+        and _ELIDING[-1] and not _transforms_active()
+        and forward_ad._current_level < 0):  # pylint: disable=protected-access
+      verdicts = signature.memo
+      if verdicts[_BACKWARD]:
+        return fn(namespace_._xp, *args, **params)  # pylint: disable=protected-access
+      if verdicts[_BACKWARD] is False:
+        return _wrapped(fn, namespace_, args, params)
+      if verdicts[_FORWARD]:
+        return _probed(lambda same: verdicts.__setitem__(_BACKWARD, same),
+                       fn, namespace_, args, params)
+    return self._walking(fn, namespace_, args, params)
+
+  def _walking(self, fn, namespace_, args, params):
+    """The body, remembered by `_signature` of its arguments (on `Array` where they have
+    none, on meta tensors, or while wrapped only)."""
     key = [fn, namespace_]
-    if not _signature(args, key):
+    if _is_compiling() or not _untransformed() or not _signature(args, key):
+      return _wrapped(fn, namespace_, args, params)
+    if any(type(k) is torch.device and k.type == "meta" for k in key):
       return _wrapped(fn, namespace_, args, params)
     key = tuple(key)
-    verdict = plain.get(key)
+    verdict = self._walked.get(key)
     if verdict:
       return fn(namespace_._xp, *args, **params)  # pylint: disable=protected-access
     if verdict is None:
-      return _probed(plain, key, fn, namespace_, args, params)
+      return _probed(lambda same: base.interned(self._walked, key, lambda _: same,
+                                                _SIGNATURE_LIMIT),
+                     fn, namespace_, args, params)
     return _wrapped(fn, namespace_, args, params)
 
-  return body
+
+def _new_memo(signature) -> list:
+  signature.memo = [None, None]
+  return signature.memo
+
+
+def _untransformed() -> bool:
+  """Whether calls may run on plain tensors and be remembered: not inside `always_wrapped`,
+  torch.func transforms (their tensors are not plain ones) or forward-mode AD. Under
+  torch.compile neither may (Dynamo traces the wrapper away, and would guard on what is
+  remembered): the caller checks that."""
+  return (_ELIDING[-1] and not _transforms_active()
+          and forward_ad._current_level < 0)  # pylint: disable=protected-access
 
 
 def _wrapped(fn, namespace_, args, params):
@@ -82,18 +147,16 @@ def _wrapped(fn, namespace_, args, params):
   return torch_array_object.unwrap(fn(namespace_, *wrapped, **params))
 
 
-def _probed(plain: dict, key: tuple, fn, namespace_, args, params):
-  """The body on `Array`, probed; ``plain[key]`` then says whether plain tensors run it the
-  same (False where it raised). On meta tensors, the body on `Array` and nothing remembered."""
-  if any(type(k) is torch.device and k.type == "meta" for k in key):
-    return _wrapped(fn, namespace_, args, params)
+def _probed(remember, fn, namespace_, args, params):
+  """The body on `Array`, probed; then ``remember(same)``: whether plain tensors run it the
+  same (False where it raised)."""
   same = False
   try:
     result, same = torch_array_object.probe(
         lambda: _wrapped(fn, torch_array_object.probing(namespace_), args, params))
     return result
   finally:
-    base.interned(plain, key, lambda _: same, _SIGNATURE_LIMIT)
+    remember(same)
 
 
 _CONSTANTS = frozenset((type(None), bool, int, float, complex, str, torch.dtype, torch.device))

@@ -14,7 +14,6 @@ elements). Under ``torch.compile`` the wrapper exists only while Dynamo traces
 
 from __future__ import annotations
 
-import contextlib
 from typing import Sequence
 
 import numpy as np
@@ -26,20 +25,6 @@ from crossgrad.benchmarks import array_object_overhead, handwritten, overhead, t
 from crossgrad.checker import usage
 
 TARGET_RATIO = 1.02
-
-
-@contextlib.contextmanager
-def _as_is():
-  """A scope that changes nothing and costs what `torch_array_object.native_tensors`'s does
-  (a microsecond or two): both sides of the ratio pay it."""
-  _SCOPES.append(None)
-  try:
-    yield
-  finally:
-    _SCOPES.pop()
-
-
-_SCOPES: list = []
 
 
 def _rows(name: str, elements: int, budget_s: float) -> tuple:
@@ -54,7 +39,7 @@ def _rows(name: str, elements: int, budget_s: float) -> tuple:
   step = torch_overhead.train_step(fn, False, op.diff_argnums)
 
   def ours():
-    with _as_is():
+    with array_object_overhead.as_is():
       return step(inputs, weights)
 
   def native():

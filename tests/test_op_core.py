@@ -9,6 +9,7 @@ reference raises, with its own name in place of ``numpy``; correct definitions r
 backend without an error.
 """
 
+import dataclasses
 import re
 
 import numpy as np
@@ -176,3 +177,47 @@ def test_interned_makes_each_value_once_and_starts_afresh_at_its_limit():
   assert list(cache) == ["a", "b"]
   assert base.interned(cache, "c", make, limit=2) == ["c"]
   assert list(cache) == ["c"] and made == ["a", "b", "bad", "c"]
+
+
+class _RecordingBody:
+  """A `op_core.Body` that runs as called and records the signatures it is handed."""
+
+  def __init__(self):
+    self.seen = []
+
+  def forward(self, fn, xp, inputs, params, signature):
+    self.seen.append(("forward", signature))
+    return fn(xp, *inputs, **params)
+
+  def backward(self, fn, xp, args, params, signature):
+    self.seen.append(("backward", signature))
+    return fn(xp, *args, **params)
+
+
+@pytest.mark.parametrize("tracing", [False, True])
+def test_bodies_get_the_signature_of_the_forwards_inputs(tracing):
+  """One `Signature` per input keys, checked by `prepare`, handed to the forward and to the
+  backward after it; None while a tracer traces."""
+  from crossgrad.backends import numpy as reference  # pylint: disable=g-import-not-at-top
+  body = _RecordingBody()
+  adapter = dataclasses.replace(reference._CORE, make_body=lambda: body,  # pylint: disable=protected-access
+                                tracing=lambda: tracing)
+  core = op_core.OpCore(adapter, _op("signature"), {})
+
+  def step(x):
+    inputs = core.prepare([x, LABELS])
+    result = core.forward(inputs)
+    core.backward(result.residuals, [np.ones_like(x)], result.specs, np.zeros, on=inputs)
+    return result.specs
+
+  specs = [step(X), step(X + 1.0), step(X[:2].copy())]
+  forwards = [s for kind, s in body.seen if kind == "forward"]
+  backwards = [s for kind, s in body.seen if kind == "backward"]
+  if tracing:
+    assert forwards == backwards == [None] * 3
+    return
+  assert forwards == backwards and [s.signature for s in specs] == forwards
+  same, other = forwards[0], forwards[2]
+  assert forwards[1] is same and other is not same
+  assert same.checked and other.checked
+  assert same.keys == (adapter.spec_of(X), adapter.spec_of(LABELS))

@@ -206,8 +206,48 @@ def test_transformed_calls_see_the_array_object_and_are_not_remembered(transform
   assert seen == [ARRAY, TENSOR] and _remembered(fn)
 
 
-def _remembered(fn) -> dict:
-  """The signatures the op core of ``fn`` remembers (its body's closure holds them)."""
-  cells = fn.core._body.__closure__  # pylint: disable=protected-access
-  (plain,) = [cell.cell_contents for cell in cells if type(cell.cell_contents) is dict]
-  return plain
+def _remembered(fn) -> list:
+  """The verdicts the op core of ``fn`` remembers: in its signatures' memos and by walked
+  signature."""
+  core = fn.core
+  memos = [v for s in core._signatures.values() if s.memo for v in s.memo if v is not None]  # pylint: disable=protected-access
+  return memos + list(core._body._walked.values())  # pylint: disable=protected-access
+
+
+def test_a_backward_after_a_forward_that_reads_values_is_known_by_its_own_arguments():
+  """The forward lets a value reach Python (``float``) and hands it to the backward, whose
+  branch on it reads ``size``: each constant is a signature of its own, so the call with
+  another one runs on `Array` (known by the forward's input keys alone, it would run on
+  plain tensors, where ``size`` is a method)."""
+  def forward(xp, x):
+    return x * 1.0, (float(xp.max(x)),)
+
+  def backward(xp, residuals, g):
+    del xp
+    (largest,) = residuals
+    return (g / g.size if largest > 1.0 else g,)
+
+  fn = cg.torch.get(cg.OpDef("plain_bodies_value_residual", forward, backward,
+                             sample=lambda rng: (rng.standard_normal((4,)),)))
+  for _ in range(3):
+    x = torch.ones(4, requires_grad=True)
+    (grad,) = torch.autograd.grad(fn(x).sum(), x)
+    np.testing.assert_array_equal(grad.numpy(), [1.0] * 4)
+  x = torch.tensor([4.0, 4.0, 2.0, 2.0], requires_grad=True)
+  (grad,) = torch.autograd.grad(fn(x).sum(), x)
+  np.testing.assert_array_equal(grad.numpy(), [0.25] * 4)
+
+
+class _Subclass(torch.Tensor):
+  pass
+
+
+def test_a_tensor_subclass_sees_the_array_object_on_every_call():
+  """Its keys (shape and dtype) are a plain tensor's: the type is what tells it apart."""
+  seen = []
+  fn = _seeing("plain_bodies_subclass", seen)
+  for _ in range(2):
+    fn(torch.ones(3))
+  for _ in range(2):
+    fn(torch.ones(3).as_subclass(_Subclass))
+  assert seen == [ARRAY, TENSOR, ARRAY, ARRAY]

@@ -17,13 +17,13 @@ its ``transpose_a``/``transpose_b`` (`MatrixTransposed`).
 from __future__ import annotations
 
 import contextlib
-import functools
 import operator
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
+from crossgrad.backends import array_trees
 from crossgrad.backends.tensorflow_array_api._linalg import matmul_transposed
 from crossgrad.backends.tensorflow_array_api._manipulation import take
 
@@ -480,33 +480,17 @@ def _namespace() -> Any:
   return _XP[0]
 
 
-class BodyNamespace:
+class BodyNamespace(array_trees.LazyNamespace):
   """``crossgrad.tensorflow.xp`` (or its ``linalg``/``fft``) taking and giving `Array`."""
 
-  def __init__(self, xp: Any):
-    self._xp = xp
-    self.__name__ = getattr(xp, "__name__", "crossgrad.tensorflow.xp")
+  DEFAULT_NAME = "crossgrad.tensorflow.xp"
 
-  def __getattr__(self, name: str) -> Any:
-    value = getattr(self._xp, name)
-    if name in ("linalg", "fft"):
-      value = BodyNamespace(value)
-    elif name in _LAZY:
-      value = _LAZY[name]
-    elif callable(value) and not isinstance(value, tf.DType):
-      value = _arrays_in_and_out(value)
-    setattr(self, name, value)  # Later lookups skip __getattr__.
+  def made(self, name: str, value: Any) -> Any:
+    if name in _LAZY:
+      return _LAZY[name]
+    if callable(value) and not isinstance(value, tf.DType):
+      return array_trees.arrays_in_and_out(value, wrap, unwrap)
     return value
-
-  def __dir__(self):
-    return dir(self._xp)
-
-
-def _arrays_in_and_out(fn):
-  @functools.wraps(fn)  # fn's name, doc and signature (inspect.signature follows __wrapped__).
-  def call(*args, **kwargs):
-    return wrap(fn(*unwrap(args), **unwrap(kwargs)) if kwargs else fn(*unwrap(args)))
-  return call
 
 
 _BODY = [None]
