@@ -263,9 +263,12 @@ def run(quick: bool = False, repeats: int = 9, fractions=(0.01, 0.05, 0.2), n_ou
     loop_shape, dense_shape, reps = (24, 24, 3), (48, 48, 4), 3
   else:
     loop_shape, dense_shape, reps = (128, 128, 3), (512, 512, 16), repeats
-  loops = [compare_loops(loop_shape, 5, fraction, reps) for fraction in fractions]
+  # Quick: the loop and reuse sections at the largest fraction only; the dense section
+  # keeps every fraction, between which its break-even is interpolated.
+  section_fractions = fractions[-1:] if quick else fractions
+  loops = [compare_loops(loop_shape, 5, fraction, reps) for fraction in section_fractions]
   reuse = [sparse_layer.compare_reuse(loop_shape, 5, n_out, fraction, reps)
-           for fraction in fractions]
+           for fraction in section_fractions]
   dense = compare_dense(dense_shape, 3, dense_shape[2], fractions, reps)
   sections = {
       "loops": (f"sparse_q vs sparse_cnn loops: {loop_shape}, f=5", *_loop_table(loops)),
