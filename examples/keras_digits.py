@@ -82,16 +82,22 @@ def define_flags():
   flags.DEFINE_string("load", None, "Reload a model saved (under any backend) with --save.")
 
 
+def run(epochs: int, seed: int = 0, save: str | None = None, load: str | None = None) -> dict:
+  """Trains (`train`), saves the model to ``save`` and reloads ``load`` (`reload`); the
+  summary the binary prints."""
+  result = train(epochs, seed)
+  summary = {k: result[k] for k in ("backend", "accuracy", "hidden_moved")}
+  if save:
+    result["model"].save(save)
+    np.save(save + ".npy", result["predictions"])
+  if load:
+    summary["reloaded_max_difference"] = reload(load, seed)
+  return summary
+
+
 def main(argv):
   del argv  # Unused.
-  result = train(FLAGS.epochs, FLAGS.seed)
-  summary = {k: result[k] for k in ("backend", "accuracy", "hidden_moved")}
-  if FLAGS.save:
-    result["model"].save(FLAGS.save)
-    np.save(FLAGS.save + ".npy", result["predictions"])
-  if FLAGS.load:
-    summary["reloaded_max_difference"] = reload(FLAGS.load, FLAGS.seed)
-  print(json.dumps(summary))
+  print(json.dumps(run(FLAGS.epochs, FLAGS.seed, FLAGS.save, FLAGS.load)))
 
 
 if __name__ == "__main__":
