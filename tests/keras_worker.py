@@ -1,5 +1,6 @@
 """Checks `crossgrad.keras` and `crossgrad.layers` under the Keras backend of this process
-(run by tests/test_keras.py once per backend). Values and gradients come from the backend's
+(run by tests/test_keras.py once per backend: `check_all` in its own process for its
+backend, TensorFlow, and as a script in a subprocess for each other backend). Values and gradients come from the backend's
 own autodiff and are compared with the NumPy reference; the sampled masks are written to
 ``argv[1]`` for the parent to compare across backends."""
 
@@ -139,11 +140,16 @@ def check_straight_through_trains_what_keras_autodiff_would_not():
   assert moved["crossgrad"] > 1e-3 and moved["keras"] == 0.0, moved
 
 
-if __name__ == "__main__":
+def check_all(out_path):
+  """Every check above; the sampled masks go to ``out_path``."""
   check_op_and_keras_ops()
   check_layers()
-  check_attention_mask(sys.argv[1])
+  check_attention_mask(out_path)
   check_sparse_layers()
   check_framework_forms()
   check_straight_through_trains_what_keras_autodiff_would_not()
+
+
+if __name__ == "__main__":
+  check_all(sys.argv[1])
   print("ok", BACKEND)
