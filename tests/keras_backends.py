@@ -1,5 +1,6 @@
 """Runs a script under each Keras backend: Keras fixes its backend per process, so a test
-that covers all three starts one subprocess per backend (keep their work small)."""
+that covers all three runs its own backend's part in the test process and starts one
+subprocess for each other backend (keep their work small)."""
 
 from __future__ import annotations
 
