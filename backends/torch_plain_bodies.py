@@ -16,9 +16,11 @@ and dtypes (the op core's `op_core.Signature`); for the backward after a forward
 plain, the same; for any other call, the body, its namespace, each tensor's shape, dtype and
 device, the arguments' structure and their Python constants (`_signature`).
 
-Under ``torch.compile`` (Dynamo traces the wrapper away), torch.func transforms, forward-mode
-AD, on meta and fake tensors, and inside `always_wrapped`, every call runs on `Array` and
-nothing is remembered.
+Under ``torch.compile`` (Dynamo traces the wrapper away), on meta and fake tensors, and
+inside `always_wrapped`, every call runs on `Array` and nothing is remembered. Under
+torch.func transforms and forward-mode AD a signature probed eagerly runs as found (their
+tensors take the same torch calls as plain ones, per example under vmap); no probe runs
+there, so a new signature runs on `Array` and is not remembered.
 """
 
 from __future__ import annotations
@@ -71,13 +73,12 @@ class PlainBodies:
     self._on_cpu = on_cpu
     self._walked: dict[tuple, bool] = {}
 
-  # The common call (eager, on the CPU) comes first, written out (`_untransformed` inline):
-  # it runs twice in every train step, where each Python call costs a tenth of a microsecond.
+  # The common call (on the CPU, its verdict known) comes first, with no call in its way: it
+  # runs twice in every train step, where each Python call costs a tenth of a microsecond.
   def forward(self, fn, namespace_, inputs, params, signature):
     if type(namespace_) is not BodyNamespace:  # torch_array_object.native_tensors.
       return fn(namespace_, *inputs, **params)
-    if (signature is not None and namespace_ is self._on_cpu and _ELIDING[-1]
-        and not _transforms_active() and forward_ad._current_level < 0):  # pylint: disable=protected-access
+    if signature is not None and namespace_ is self._on_cpu and _ELIDING[-1]:
       for x in inputs:
         if type(x) is not _TENSOR and type(x) is not _PARAMETER:  # A subclass, a fake.
           break
@@ -85,7 +86,7 @@ class PlainBodies:
         verdicts = signature.memo or _new_memo(signature)
         if verdicts[_FORWARD]:
           return fn(namespace_._xp, *inputs, **params)  # pylint: disable=protected-access
-        if verdicts[_FORWARD] is None:
+        if verdicts[_FORWARD] is None and _may_probe():
           return _probed(lambda same: verdicts.__setitem__(_FORWARD, same),
                          fn, namespace_, inputs, params)
         return _wrapped(fn, namespace_, inputs, params)
@@ -94,24 +95,22 @@ class PlainBodies:
   def backward(self, fn, namespace_, args, params, signature):
     if type(namespace_) is not BodyNamespace:
       return fn(namespace_, *args, **params)
-    if (signature is not None and signature.memo is not None and namespace_ is self._on_cpu
-        and _ELIDING[-1] and not _transforms_active()
-        and forward_ad._current_level < 0):  # pylint: disable=protected-access
-      verdicts = signature.memo
+    verdicts = None if signature is None else signature.memo
+    if verdicts is not None and namespace_ is self._on_cpu and _ELIDING[-1]:
       if verdicts[_BACKWARD]:
         return fn(namespace_._xp, *args, **params)  # pylint: disable=protected-access
-      if verdicts[_BACKWARD] is False:
-        return _wrapped(fn, namespace_, args, params)
-      if verdicts[_FORWARD]:
+      if verdicts[_BACKWARD] is None and verdicts[_FORWARD] and _may_probe():
         return _probed(lambda same: verdicts.__setitem__(_BACKWARD, same),
                        fn, namespace_, args, params)
+      if verdicts[_BACKWARD] is False:
+        return _wrapped(fn, namespace_, args, params)
     return self._walking(fn, namespace_, args, params)
 
   def _walking(self, fn, namespace_, args, params):
-    """The body, remembered by `_signature` of its arguments (on `Array` where they have
-    none, on meta tensors, or while wrapped only)."""
+    """The body, known by `_signature` of its arguments (on `Array` where they have none,
+    while compiled or wrapped only, and on meta tensors)."""
     key = [fn, namespace_]
-    if _is_compiling() or not _untransformed() or not _signature(args, key):
+    if _is_compiling() or not _ELIDING[-1] or not _signature(args, key):
       return _wrapped(fn, namespace_, args, params)
     if any(type(k) is torch.device and k.type == "meta" for k in key):
       return _wrapped(fn, namespace_, args, params)
@@ -119,7 +118,7 @@ class PlainBodies:
     verdict = self._walked.get(key)
     if verdict:
       return fn(namespace_._xp, *args, **params)  # pylint: disable=protected-access
-    if verdict is None:
+    if verdict is None and _may_probe():
       return _probed(lambda same: base.interned(self._walked, key, lambda _: same,
                                                 _SIGNATURE_LIMIT),
                      fn, namespace_, args, params)
@@ -131,13 +130,12 @@ def _new_memo(signature) -> list:
   return signature.memo
 
 
-def _untransformed() -> bool:
-  """Whether calls may run on plain tensors and be remembered: not inside `always_wrapped`,
-  torch.func transforms (their tensors are not plain ones) or forward-mode AD. Under
-  torch.compile neither may (Dynamo traces the wrapper away, and would guard on what is
-  remembered): the caller checks that."""
-  return (_ELIDING[-1] and not _transforms_active()
-          and forward_ad._current_level < 0)  # pylint: disable=protected-access
+def _may_probe() -> bool:
+  """Whether a probe may run and its verdict be remembered: not under torch.func transforms
+  or forward-mode AD, whose tensors are not the plain ones a later eager call has (their
+  calls use what eager probes found). Under torch.compile no call may, nor inside
+  `always_wrapped`: the callers check that."""
+  return not _transforms_active() and forward_ad._current_level < 0  # pylint: disable=protected-access
 
 
 def _wrapped(fn, namespace_, args, params):

@@ -245,3 +245,13 @@ def test_integer_array_indexing_of_a_differentiable_array_checks_in_forward_mode
   assert report.ok, report
   ran = {(r.mode, str(r.check)) for r in report.rows if r.ok}
   assert {(m, c) for m in ("eager", "graph", "jit") for c in ("jvp", "second_order")} <= ran
+
+
+def test_array_object_cost_quick_run_writes_its_table(tmp_path):
+  """benchmarks/tensorflow_array_overhead.py: one row per op, with its ratio."""
+  from crossgrad.benchmarks import tensorflow_array_overhead  # pylint: disable=g-import-not-at-top
+  payload = tensorflow_array_overhead.run(ops=["leaky_relu"], budget_s=0.05,
+                                          json_path=str(tmp_path / "tf.json"))
+  (row,) = payload["rows"]
+  assert row["op"] == "leaky_relu" and row["elements"] == 1000 and row["ratio"] > 0
+  assert (tmp_path / "tf.json").exists()

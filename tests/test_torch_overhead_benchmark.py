@@ -37,3 +37,17 @@ def test_the_graph_check_sees_a_different_backward():
 
   ours = torch_overhead.aten_graphs(torch_overhead.HANDWRITTEN["leaky_relu"][0], 1)
   assert torch_overhead.aten_graphs(Doubled.apply, 1) != ours
+
+
+def test_array_object_cost_quick_run_writes_its_table(tmp_path):
+  """benchmarks/torch_array_overhead.py: one row per op, the geometric mean of its ratios."""
+  from crossgrad.benchmarks import torch_array_overhead  # pylint: disable=g-import-not-at-top
+  path = tmp_path / "torch_array_overhead.json"
+  payload = torch_array_overhead.run(ops=["leaky_relu", "custom_add"], budget_s=0.05,
+                                     json_path=str(path))
+  ratios = [r["ratio"] for r in payload["rows"]]
+  assert [r["op"] for r in payload["rows"]] == ["leaky_relu", "custom_add"]  # As asked.
+  assert all(r > 0 for r in ratios)
+  assert payload["summary"]["geomean_ratio"] == pytest.approx(
+      (ratios[0] * ratios[1]) ** 0.5, rel=1e-3)
+  assert json.loads(path.read_text())["summary"]["target_ratio"] == 1.02

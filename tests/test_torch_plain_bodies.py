@@ -189,9 +189,11 @@ def _on_meta(fn, x):
 
 @pytest.mark.parametrize("transform", [_vmapped, _compiled, _forward_ad, _on_meta],
                          ids=["vmap", "compile", "forward_ad", "meta"])
-def test_transformed_calls_see_the_array_object_and_are_not_remembered(transform):
-  """Under vmap, torch.compile and forward-mode AD, and on meta tensors, every call is
-  wrapped, and none is remembered: the next eager call with the same signature is probed."""
+def test_transformed_calls_of_a_new_signature_see_the_array_object_and_are_not_remembered(
+    transform):
+  """Under vmap, torch.compile and forward-mode AD, and on meta tensors, no probe runs: a
+  new signature's calls are wrapped, and none is remembered: the next eager call with the
+  same signature is probed."""
   seen = []
   fn = _seeing(f"plain_bodies_{transform.__name__}", seen)
   x = torch.ones(3)
@@ -204,6 +206,44 @@ def test_transformed_calls_see_the_array_object_and_are_not_remembered(transform
   for _ in range(2):
     fn(x)
   assert seen == [ARRAY, TENSOR] and _remembered(fn)
+
+
+def _twice(fn, x):
+  """``fn`` of ``x`` under vmap (two examples) and under forward-mode AD (tangent ones):
+  the outputs and the tangent."""
+  batched = torch.func.vmap(fn)(torch.stack([x, 2.0 * x]))
+  with forward_ad.dual_level():
+    tangent = forward_ad.unpack_dual(fn(forward_ad.make_dual(x, torch.ones_like(x)))).tangent
+  return batched, tangent
+
+
+@pytest.mark.parametrize("forward, plain", [
+    (lambda xp, x: x * 3.0, True),
+    (lambda xp, x: x * 3.0 * (xp.sum(x) / x.size) / (xp.sum(x) / x.size), False),
+], ids=["plain", "size"])
+def test_transformed_calls_run_as_the_eager_probe_found(forward, plain):
+  """Under vmap and forward-mode AD a signature probed eagerly runs as found: on plain
+  tensors where it changes nothing, on `Array` where it does (``size``), with the values
+  of an eager call either way."""
+  seen = []
+
+  def recording(xp, x):
+    seen.append(type(x))
+    return forward(xp, x)
+
+  def backward(xp, residuals, g):
+    del xp, residuals
+    return (g * 3.0,)
+
+  fn = _op(f"plain_bodies_after_eager_{plain}", recording, backward)
+  x = torch.arange(1.0, 4.0)
+  for _ in range(2):
+    fn(x)
+  del seen[:]
+  batched, tangent = _twice(fn, x)
+  np.testing.assert_allclose(batched.numpy(), [[3.0, 6.0, 9.0], [6.0, 12.0, 18.0]])
+  np.testing.assert_allclose(tangent.numpy(), [3.0, 3.0, 3.0])
+  assert set(seen) == {TENSOR if plain else ARRAY}
 
 
 def _remembered(fn) -> list:
