@@ -45,11 +45,14 @@ def _compile_caches_of_this_session(tmp_path_factory):
   """Every compile cache a test or its subprocesses write (``python -m crossgrad.check``
   defaults to ``~/.cache/crossgrad``; Inductor to ``/tmp/torchinductor_$USER``) lives in
   this session's (with pytest-xdist: this worker's) temporary folder: no test reads
-  programs an earlier run or a parallel worker compiled, and none writes into $HOME."""
+  programs an earlier run or a parallel worker compiled, and none writes into $HOME.
+  Inductor's folder is the one the check binary gives torch (``<dir>/torch``), so the
+  first compilation's one-off work (Inductor's shared C++ code) is done once per worker,
+  not once in this process and again in the check's subprocesses."""
   folder = tmp_path_factory.mktemp("compile_caches")
   with pytest.MonkeyPatch.context() as patch:
     patch.setenv("CROSSGRAD_CACHE_DIR", str(folder / "crossgrad"))
-    patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(folder / "torchinductor"))
+    patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(folder / "crossgrad" / "torch"))
     yield
 
 
