@@ -1,8 +1,8 @@
 """Checks `crossgrad.keras` and `crossgrad.layers` under the Keras backend of this process
 (run by tests/test_keras.py once per backend: `check_all` in its own process for its
-backend, TensorFlow, and as a script in a subprocess for each other backend). Values and gradients come from the backend's
-own autodiff and are compared with the NumPy reference; the sampled masks are written to
-``argv[1]`` for the parent to compare across backends."""
+backend, TensorFlow, and as a script in a subprocess for each other backend). Values and
+gradients come from the backend's own autodiff and are compared with the NumPy reference;
+the sampled masks are written to ``argv[1]`` for the parent to compare across backends."""
 
 import sys
 
