@@ -1,10 +1,14 @@
 """crossgrad: define a custom-gradient op once; get TensorFlow, JAX, PyTorch and NumPy
 versions, cross-checked.
 
-``crossgrad.tensorflow``, ``crossgrad.jax``, ``crossgrad.torch`` and ``crossgrad.keras``
-import their framework on first access (never while torch.compile compiles: use them once
-before); ``import crossgrad`` itself imports none. Once Keras is imported, crossgrad's Keras
-layers are registered with it (`crossgrad.api.keras_hook`).
+``import crossgrad`` costs about NumPy's own import: it loads the registry (the built-in
+ops included) and nothing else. ``crossgrad.tensorflow``, ``crossgrad.jax``,
+``crossgrad.torch`` and ``crossgrad.keras`` import their framework on first access (never
+while torch.compile compiles: use them once before); ``cross_check``, `Report`, `Row`,
+`SparseData`, ``crossgrad.numpy`` and ``crossgrad.sparse`` load on first access too. Once
+Keras is imported, crossgrad's Keras layers are registered with it
+(`crossgrad.api.keras_hook`); Triton, where installed, is imported just before the first
+framework that brings its own LLVM (`crossgrad.backends.triton_first`).
 """
 
 from __future__ import annotations
@@ -12,12 +16,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-from crossgrad.backends import triton_first as _triton_first  # Before any LLVM carrier.
 from crossgrad.api import keras_hook as _keras_hook
-from crossgrad.api import numpy
-from crossgrad.checker.engine import cross_check
-from crossgrad.checker.report import Report
-from crossgrad.checker.report import Row
+from crossgrad.backends import triton_first as _triton_first
 from crossgrad.registry import ops as _builtin_ops  # Registers the built-in ops.
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.kernels import register_kernel
@@ -28,12 +28,20 @@ from crossgrad.registry.op_registry import register
 from crossgrad.registry.op_registry import unregister
 from crossgrad.registry.opdef import OpDef
 from crossgrad.registry.validation import ArraySpec
-from crossgrad.sparse.data import SparseData
 
 __version__ = "0.1.0"
 
 _LAZY_BACKENDS = ("tensorflow", "jax", "torch")
-_LAZY = (*_LAZY_BACKENDS, "keras")
+_LAZY_FRAMEWORKS = (*_LAZY_BACKENDS, "keras")
+# Framework-free names loaded on first access: name -> (module, attribute; None: the module).
+_LAZY_NAMES = {
+    "Report": ("crossgrad.checker.report", "Report"),
+    "Row": ("crossgrad.checker.report", "Row"),
+    "SparseData": ("crossgrad.sparse.data", "SparseData"),
+    "cross_check": ("crossgrad.checker.engine", "cross_check"),
+    "numpy": ("crossgrad.api.numpy", None),
+    "sparse": ("crossgrad.sparse", None),
+}
 
 __all__ = (
     "ArraySpec",
@@ -57,6 +65,7 @@ __all__ = (
 )
 
 del _builtin_ops
+_triton_first.install()
 _keras_hook.install()
 
 
@@ -90,8 +99,18 @@ def _load(name: str):
   return module
 
 
+def _load_name(name: str):
+  module_name, attribute = _LAZY_NAMES[name]
+  module = importlib.import_module(module_name)
+  value = module if attribute is None else getattr(module, attribute)
+  globals()[name] = value
+  return value
+
+
 def __getattr__(name: str):
-  if name not in _LAZY:
+  if name in _LAZY_NAMES:
+    return _load_name(name)
+  if name not in _LAZY_FRAMEWORKS:
     raise AttributeError(f"module 'crossgrad' has no attribute {name!r}")
   compiler = _torch_compiler()
   if compiler is None:
@@ -110,4 +129,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-  return sorted(set(globals()) | set(_LAZY))
+  return sorted(set(globals()) | set(_LAZY_FRAMEWORKS) | set(_LAZY_NAMES))

@@ -9,7 +9,6 @@ finishes (a one-shot finder on `sys.meta_path`).
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
@@ -17,7 +16,7 @@ import sys
 _REGISTERS = "crossgrad.layers"  # Imports crossgrad.api.keras and every layer.
 
 
-class _AfterKeras(importlib.abc.MetaPathFinder):
+class _AfterKeras:  # A `sys.meta_path` finder (not an importlib.abc one: its import costs).
   """Runs `_REGISTERS`'s import after the ``keras`` package's own, then removes itself."""
 
   def find_spec(self, fullname, path, target=None):

@@ -12,9 +12,7 @@ import contextlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
-
-from crossgrad.backends import triton_first  # pylint: disable=unused-import  # Before TF.
-import tensorflow as tf  # pylint: disable=g-bad-import-order,wrong-import-order
+import tensorflow as tf
 from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 

@@ -280,6 +280,10 @@ def targets(payloads: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any
   if "check_cost" in payloads:
     lower += [(f"check_cost: {r['figure']}", r["target"], r["value"])
               for r in payloads["check_cost"].get("check_cost", [])]
+  if "import_cost" in payloads:
+    payload = payloads["import_cost"]
+    lower.append(("import_cost: import crossgrad / import numpy, median",
+                  payload["target_ratio"], payload["ratio"]))
   if "tf1_idiom" in payloads:
     payload = payloads["tf1_idiom"]
     at_1m = [r["speedup"] for r in payload["rows"] if r["elements"] == 1_000_000]

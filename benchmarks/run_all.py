@@ -30,9 +30,9 @@ from crossgrad.checker import usage
 FLAGS = flags.FLAGS
 
 # Binaries: each has settings(quick) and run(..., json_path); check_cost must come first.
-BENCHMARKS = ("check_cost", "overhead", "tf1_idiom", "dispatch", "bernoulli_mask",
-              "tf1_port_overhead", "torch_overhead", "sparse_conv", "sparse_network",
-              "sparse_rulebook")
+BENCHMARKS = ("check_cost", "import_cost", "overhead", "tf1_idiom", "dispatch",
+              "bernoulli_mask", "tf1_port_overhead", "torch_overhead", "sparse_conv",
+              "sparse_network", "sparse_rulebook")
 # Benchmark binaries not run yet.
 # keras_step: its own subprocess per Keras backend, run alone; tensorflow_array_overhead,
 # torch_array_overhead: the array object's eager cost, development measurements with no
@@ -63,6 +63,8 @@ def _headlines(results: dict) -> dict:
     out["same_hlo_as_custom_vjp"] = results["overhead"]["summary"]["same_hlo_as_custom_vjp"]
     out["same_structure"] = all(r["same structure"] == "yes" for r in results["overhead"]
                                 ["structure"] if r["program"].endswith("HLO"))
+  if "import_cost" in results:
+    out["import_cost_ratio"] = results["import_cost"]["ratio"]
   if "tf1_idiom" in results:
     out["tf1_idiom_speedup"] = {f'{r["elements"]} {r["TF1 idiom"]} vs {r["crossgrad"]}':
                                 r["speedup"] for r in results["tf1_idiom"]["rows"]}

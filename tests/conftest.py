@@ -10,12 +10,10 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 if shutil.which("nvidia-smi") is None:  # No GPU: Triton kernels run in its interpreter,
   os.environ.setdefault("TRITON_INTERPRET", "1")  # read before triton is imported.
 
-# Triton (where installed) loads before any test imports TensorFlow.
-from crossgrad.backends import triton_first  # pylint: disable=g-import-not-at-top,unused-import,wrong-import-position
-
 import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 import pytest  # pylint: disable=g-import-not-at-top,wrong-import-position
 
+# Before any test imports TensorFlow or JAX: Triton (where installed) loads just before them.
 import crossgrad as cg  # pylint: disable=g-import-not-at-top,wrong-import-position
 from crossgrad.backends import base  # pylint: disable=g-import-not-at-top,wrong-import-position
 

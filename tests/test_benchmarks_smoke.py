@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.benchmarks import (check_cost, handwritten, handwritten_torch, hlo, overhead,
-                                  run_all, timing)
+from crossgrad.benchmarks import (check_cost, handwritten, handwritten_torch, hlo,
+                                  import_cost, overhead, run_all, timing)
 
 HLO_TEXT = """HloModule m, is_scheduled=true
 
@@ -148,6 +148,24 @@ def test_quick_rulebook_and_network_benchmarks(quick_run):
   result = results["sparse_network"]
   assert [r["framework"][:3] for r in result["rows"]] == ["JAX", "TF "]
   assert json.loads((out_dir / "sparse_network.json").read_text())["parts"] == result["parts"]
+
+
+def test_quick_import_cost_times_both_imports(quick_run):
+  results, out_dir = quick_run
+  written = json.loads((out_dir / "import_cost.json").read_text())
+  ours, numpy_row = written["rows"]
+  assert (ours["import"], numpy_row["import"]) == ("import crossgrad", "import numpy")
+  for row in written["rows"]:
+    assert _positive(row["median ms"]) and row["lowest ms"] <= row["highest ms"]
+  assert math.isclose(written["ratio"], ours["median ms"] / numpy_row["median ms"])
+  assert written["ratio_q1"] <= written["ratio_q3"]
+  assert ours["heavy loaded"] == [] and ours["modules added"] > numpy_row["modules added"]
+  assert results["summary"]["headlines"]["import_cost_ratio"] == written["ratio"]
+
+
+def test_import_cost_names_a_heavy_module_it_brings(tmp_path):
+  _, added, heavy = import_cost.fresh_import("crossgrad.checker.engine", str(tmp_path))
+  assert heavy == ["crossgrad.checker.engine"] and added > 1
 
 
 def test_quick_bernoulli_mask_writes_every_ratio(quick_run):
