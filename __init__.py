@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import typing
 
 from crossgrad.api import keras_hook as _keras_hook
 from crossgrad.backends import triton_first as _triton_first
@@ -28,6 +29,14 @@ from crossgrad.registry.op_registry import register
 from crossgrad.registry.op_registry import unregister
 from crossgrad.registry.opdef import OpDef
 from crossgrad.registry.validation import ArraySpec
+
+if typing.TYPE_CHECKING:  # The lazy names below, for type checkers and the layering tests.
+  from crossgrad import sparse
+  from crossgrad.api import numpy
+  from crossgrad.checker.engine import cross_check
+  from crossgrad.checker.report import Report
+  from crossgrad.checker.report import Row
+  from crossgrad.sparse.data import SparseData
 
 __version__ = "0.1.0"
 

@@ -6,12 +6,12 @@ Each sample is one fresh ``python -c`` timing its own import with `time.perf_cou
 (the interpreter's start-up left out), the two statements interleaved round by round
 after one untimed run of each, which writes every module's bytecode cache to a temporary
 folder (``PYTHONPYCACHEPREFIX``; ``PYTHONDONTWRITEBYTECODE`` dropped): both imports read
-bytecode, as from an installed package, where a checkout without caches would compile
-crossgrad's sources on every import (about 60 ms on 2 cores). The figure is the median for crossgrad over the median for
-NumPy (target: at most 1.5), with the quartiles of the per-round ratios; each row also
-counts the modules its import added and names any of `HEAVY` among them (crossgrad's
-import should bring none: they load on first use). Where the time goes:
-``python -X importtime -c "import crossgrad"``.
+bytecode, as from an installed package (a checkout without caches compiles crossgrad's
+sources at every import, about 60 ms more on 2 cores). The figure is the median for
+crossgrad over the median for NumPy (target: at most 1.5), with the quartiles of the
+per-round ratios; each row also counts the modules its import added and names any of
+`HEAVY` among them (crossgrad's import should bring none: they load on first use). Where
+the time goes: ``python -X importtime -c "import crossgrad"``.
 """
 
 from __future__ import annotations
