@@ -17,7 +17,7 @@ import contextlib
 import importlib.util
 import sys
 
-LLVM_CARRIERS = ("tensorflow", "jax", "jaxlib")
+_LLVM_CARRIERS = ("tensorflow", "jax", "jaxlib")
 
 
 def _import_triton() -> None:
@@ -30,7 +30,7 @@ class _BeforeLLVM:  # A `sys.meta_path` finder (importlib.abc's import costs 30 
 
   def find_spec(self, fullname, path, target=None):
     del path, target
-    if fullname in LLVM_CARRIERS:
+    if fullname in _LLVM_CARRIERS:
       with contextlib.suppress(ValueError):  # Another thread's lookup removed it.
         sys.meta_path.remove(self)
       _import_triton()
@@ -39,5 +39,5 @@ class _BeforeLLVM:  # A `sys.meta_path` finder (importlib.abc's import costs 30 
 
 def install() -> None:
   """Imports Triton before the first LLVM carrier; nothing if one is loaded already."""
-  if not any(name in sys.modules for name in LLVM_CARRIERS):
+  if not any(name in sys.modules for name in _LLVM_CARRIERS):
     sys.meta_path.insert(0, _BeforeLLVM())
