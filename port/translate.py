@@ -45,9 +45,11 @@ UNSUPPORTED = "a construct the translator does not carry"
 
 # Names a table example may use: x, y, z standard normal (3, 4); p, q positive (3, 4);
 # m boolean (3, 4); i integers in [0, 3) (3, 4); v a vector (4,); w a (4, 5) matrix;
-# s a (3, 1) column (for broadcasting). Everything else in an example is a Python literal.
+# s a (3, 1) column (for broadcasting); b a (2, 3, 4) batch. Everything else in an example
+# is a Python literal.
 EXAMPLE_SHAPES = {"x": (3, 4), "y": (3, 4), "z": (3, 4), "p": (3, 4), "q": (3, 4),
-                  "m": (3, 4), "i": (3, 4), "v": (4,), "w": (4, 5), "s": (3, 1)}
+                  "m": (3, 4), "i": (3, 4), "v": (4,), "w": (4, 5), "s": (3, 1),
+                  "b": (2, 3, 4)}
 
 
 def EXAMPLE_ARRAYS(rng: np.random.Generator) -> dict[str, np.ndarray]:  # pylint: disable=invalid-name
@@ -76,11 +78,13 @@ class Refused(Exception):
 @dataclasses.dataclass(frozen=True)
 class Arg:
   """One bound argument of a call, translated: its source text, and whether it holds an
-  array (or a value computed from one); ``given`` is False for a default."""
+  array (or a value computed from one); ``given`` is False for a default; ``parts``: the
+  arguments a ``*args`` parameter gathered."""
   src: str
   is_array: bool = False
   given: bool = True
   node: ast.expr | None = None
+  parts: tuple["Arg", ...] = ()
 
   def __str__(self) -> str:
     return self.src
@@ -168,6 +172,10 @@ def _paren(src: str) -> str:
 def _var_tuple(values: Sequence[Arg]) -> Arg:
   """``*shape`` arguments as one tuple: ``f(2, 3)`` -> ``(2, 3)``; a single tuple, list or
   shape stays itself; a single name may be either, decided at run time."""
+  return dataclasses.replace(_gathered(values), parts=tuple(values))
+
+
+def _gathered(values: Sequence[Arg]) -> Arg:
   if len(values) == 1:
     (one,) = values
     node = one.node
@@ -776,3 +784,28 @@ def _plain_value(value: Any) -> bool:
   if isinstance(value, (bool, int, float, str)) and not isinstance(value, np.generic):
     return True
   return isinstance(value, tuple) and all(map(_plain_value, value))
+
+
+def example_sources(table: Table, key: str, example: str) -> tuple[str, str]:
+  """An entry's example as (the framework's call, as text; ``def example(xp, <arrays>):
+  return <the call translated>``): tests evaluate the first with the framework's arrays
+  and the second with NumPy's ``xp`` on the same `EXAMPLE_ARRAYS` (a refusal raises
+  `Refused`)."""
+  prefix = table.method_prefix + "."
+  if key.startswith(prefix):
+    call = ast.parse(f"_f({example})", mode="eval").body
+    receiver, rest = call.args[0], call.args[1:]
+    method = key[len(prefix):]
+    pieces = [ast.unparse(a) for a in rest] + [ast.unparse(k) for k in call.keywords]
+    framework = f"({ast.unparse(receiver)}).{method}" + (
+        "" if table.entries[key].attribute else f"({', '.join(pieces)})")
+  else:
+    framework = f"{key}({example})"
+  tree = ast.parse(f"import {table.roots[0]}\ndef example():\n  return {framework}\n")
+  names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                  and n.id in EXAMPLE_SHAPES})
+  scope = Scope(table, aliases(tree), arrays=set(names), fresh=set(names))
+  source = translate_function(tree.body[1], scope, name="example", params=names)
+  if scope.refusals:
+    raise Refused(scope.refusals[0].why)
+  return framework, source
