@@ -438,6 +438,9 @@ class _Translator(ast.NodeTransformer):
   def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
     value = self.expr(node.value)
     index = self.expr(node.slice)
+    if isinstance(value, ast.Tuple) and isinstance(index, ast.Constant) and isinstance(
+        index.value, int) and -len(value.elts) <= index.value < len(value.elts):
+      return value.elts[index.value]  # (a, b)[0]: a.
     if self.is_array(index) and self.is_array(value):
       return self.refuse(node, INDEXING)
     new = ast.Subscript(value, index, node.ctx)
@@ -628,7 +631,13 @@ class _Statements:
     array = self.tr.is_array(value)
     fresh = array and not self.tr.is_view(value)
     for target in node.targets:
-      self._bind(target, array, fresh)
+      if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(
+          target.elts) == len(value.elts) and not any(
+              isinstance(e, ast.Starred) for e in (*target.elts, *value.elts)):
+        for t, v in zip(target.elts, value.elts):  # a, b = x, 2: one by one.
+          self._bind(t, self.tr.is_array(v), not self.tr.is_view(v))
+      else:
+        self._bind(target, array, fresh)
     return [ast.Assign(node.targets, value)]
 
   def _AnnAssign(self, node: ast.AnnAssign):
@@ -746,19 +755,23 @@ class _Statements:
 def translate_function(node: ast.FunctionDef, scope: Scope, *, name: str,
                        params: Sequence[str], keyword_params: Mapping[str, str] | None = None,
                        body: Sequence[ast.stmt] | None = None,
-                       optional: Mapping[str, str] | None = None) -> str:
+                       optional: Mapping[str, str] | None = None,
+                       preamble: Sequence[str] = ()) -> str:
   """``def name(xp, *params, *, **keyword_params): <body translated>`` as source text.
 
   ``params`` are the positional parameters after ``xp`` (then ``optional`` ones, name ->
   default source); ``keyword_params`` maps the keyword-only ones to their default's
   source; ``body`` replaces ``node.body`` (a framework's source module passes its
-  protocol-free rewrite). Refusals go to ``scope.refusals``.
+  protocol-free rewrite); ``preamble`` lines go first as they are (the source module's
+  unpacking of its protocol, whose names it put in ``scope``). Refusals go to
+  ``scope.refusals``.
   """
   keyword_params = dict(keyword_params or {})
   optional = dict(optional or {})
   scope.bound |= {"xp", *params, *optional, *keyword_params}
   statements = _Statements(scope)
-  new_body = statements.block(node.body if body is None else body)
+  new_body = [s for line in preamble for s in ast.parse(line).body]
+  new_body += statements.block(node.body if body is None else body)
   args = ast.arguments(
       posonlyargs=[], args=[ast.arg(p) for p in ("xp", *params, *optional)],
       kwonlyargs=[ast.arg(k) for k in keyword_params],
