@@ -39,7 +39,7 @@ class Definition:
   Attributes:
     name: the definition's name in its module ("MyFn", "my_fn"), also ``SAMPLES``' key.
     framework: "torch", "jax" or "tensorflow".
-    file, line: where it is defined.
+    file, line: where it is defined; ``backward_line``: where its backward is (0: unknown).
     inputs: names of the array arguments, in call order.
     params: the other (Python) arguments: name -> default, or `REQUIRED`.
     sample_params: their values in the sample (what the check runs with).
@@ -70,6 +70,7 @@ class Definition:
   framework: str
   file: str
   line: int
+  backward_line: int = 0
   inputs: tuple[str, ...] = ()
   params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   sample_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)

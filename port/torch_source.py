@@ -208,6 +208,7 @@ class _Port:
 
   def _backward(self, backward: ast.FunctionDef) -> None:
     d = self.d
+    d.backward_line = backward.lineno
     args = backward.args
     ctx = args.args[0].arg if args.args else "ctx"
     grads = [a.arg for a in args.args[1:]]
