@@ -49,6 +49,7 @@ _LAZY_NAMES = {
     "SparseData": ("crossgrad.sparse.data", "SparseData"),
     "cross_check": ("crossgrad.checker.engine", "cross_check"),
     "numpy": ("crossgrad.api.numpy", None),
+    "port": ("crossgrad.port", None),  # Callable: crossgrad.port(obj) (docs/porting.md).
     "sparse": ("crossgrad.sparse", None),
 }
 
@@ -65,6 +66,7 @@ __all__ = (
     "keras",
     "names",
     "numpy",
+    "port",
     "register",
     "register_kernel",
     "tensorflow",
