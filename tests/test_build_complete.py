@@ -130,7 +130,7 @@ def test_bazel_imports_every_package_with_its_deps_only():
   import test_layering  # pylint: disable=g-import-not-at-top
   packages, _ = test_layering._graph()  # pylint: disable=protected-access
   assert set(_strings(comprehension.generators[0].iter)) == set(packages) - {
-      "crossgrad", "check"}  # The root: its __init__.py and check.py.
+      "crossgrad", "check", "__main__"}  # The root: __init__.py, check.py, __main__.py.
 
 
 def test_ci_runs_the_tagged_tests_of_existing_files():
