@@ -15,6 +15,7 @@ import sys
 from crossgrad.backends import triton_first as _triton_first  # Before any LLVM carrier.
 from crossgrad.api import keras_hook as _keras_hook
 from crossgrad.api import numpy
+from crossgrad.api import submodules as _submodules
 from crossgrad.checker.engine import cross_check
 from crossgrad.checker.report import Report
 from crossgrad.checker.report import Row
@@ -28,9 +29,8 @@ from crossgrad.registry.op_registry import register
 from crossgrad.registry.op_registry import unregister
 from crossgrad.registry.opdef import OpDef
 from crossgrad.registry.validation import ArraySpec
+from crossgrad.registry.version import __version__
 from crossgrad.sparse.data import SparseData
-
-__version__ = "0.1.0"
 
 _LAZY_BACKENDS = ("tensorflow", "jax", "torch")
 _LAZY = (*_LAZY_BACKENDS, "keras")
@@ -58,6 +58,7 @@ __all__ = (
 
 del _builtin_ops
 _keras_hook.install()
+_submodules.install(_LAZY)
 
 
 def _torch_compiler():
