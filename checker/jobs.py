@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 from absl import flags
 
+from crossgrad.backends import compile_cache
 from crossgrad.checker import progress as progress_lib
 from crossgrad.checker import shards
 from crossgrad.checker.report import Report
@@ -67,23 +68,33 @@ def exit_now(status: int) -> None:
 
 class _Lines:
   """Takes the jobs' stderr lines, from a thread per job: progress lines to ``progress``,
-  the others to stderr once each."""
+  compile-cache lines to ``caches`` (`compile_cache.parse`), the others to stderr once each."""
 
   def __init__(self, progress: progress_lib.Progress):
     self._progress = progress
     self._seen = set()
     self._lock = threading.Lock()
+    self.caches: list[tuple[str, dict[str, dict[str, int]]]] = []
 
   def forward(self, stream, job: int) -> None:
     for line in stream:
       with self._lock:
         if progress_lib.is_engine_line(line):
           self._progress.line(line, source=job)
+        elif (cache := compile_cache.parse(line)) is not None:
+          self.caches.append(cache)
         elif line not in self._seen:
           self._seen.add(line)
           self._progress.message(line)
     with self._lock:
       self._progress.finish(job)
+
+  def cache_summary(self) -> str | None:
+    """One compile-cache line for the check: the jobs' counts added up."""
+    if not self.caches:
+      return None
+    return compile_cache.summary(self.caches[0][0],
+                                 compile_cache.added([counts for _, counts in self.caches]))
 
 
 def run(count: int, arguments: Sequence[str], progress: progress_lib.Progress | None = None,
@@ -110,6 +121,8 @@ def run(count: int, arguments: Sequence[str], progress: progress_lib.Progress | 
     for reader in readers:
       reader.join()
     progress.close()
+    if (cache := lines.cache_summary()) is not None:
+      say(cache)
     if 2 in statuses:
       return 2  # A usage error, which the jobs printed (once).
     crashed = [(i, s) for i, s in enumerate(statuses) if s not in (0, 1)]

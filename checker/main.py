@@ -26,6 +26,7 @@ exits as one run would.
 import gc
 import json
 import os
+import shutil
 import sys
 import time
 from typing import MutableMapping
@@ -180,7 +181,9 @@ def _check(argv) -> int:
     return usage.fail(str(e))
   if isinstance(report, int):
     return report  # --list, or jobs that could not run.
-  print(grid.text_report(report, all_rows=_ALL_ROWS.value))
+  # A terminal's width; a log's (a file, a pipe) is `grid.WIDTH`, whatever $COLUMNS says.
+  width = shutil.get_terminal_size().columns if sys.stdout.isatty() else grid.WIDTH
+  print(grid.text_report(report, all_rows=_ALL_ROWS.value, width=width))
   if _JSON.value:
     with open(_JSON.value, "w") as f:
       f.write(report.to_json() if shard is None else json.dumps(
