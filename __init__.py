@@ -57,7 +57,7 @@ __all__ = (
 )
 
 del _builtin_ops
-_keras_hook.install()
+_keras_hook.install("crossgrad.layers")  # Imports crossgrad.api.keras and every layer.
 _submodules.install(_LAZY)
 
 

@@ -1,6 +1,6 @@
 """``--jobs``: one check run as shards in processes side by side, merged into one report.
 
-Each job is ``python -m crossgrad.check`` with the same flags, ``--num_shards=N
+Each job is the check binary (`JOB_MAIN`) with the same flags, ``--num_shards=N
 --shard_index=i`` and a JSON report in a temporary folder; the reports are merged
 (`shards.merge`) into the report one process would have made. The jobs' progress lines feed
 one `progress.Progress`; their other lines go to stderr as they come, each once (every job
@@ -26,6 +26,9 @@ from crossgrad.checker.report import Report
 UNITS_PER_JOB = 8  # Fewer backend units than this per job: one process is quicker.
 # Set in a job's environment: the job ends with `exit_now` once its report is written.
 JOB_ENV = "CROSSGRAD_JOB"
+# A job's program: the check binary as its console script starts it (`crossgrad.check` is
+# the same `run`, in the package root above this layer).
+JOB_MAIN = "from crossgrad.checker.main import run; run()"
 
 
 def cores() -> int:
@@ -108,7 +111,7 @@ def run(count: int, arguments: Sequence[str], progress: progress_lib.Progress | 
   with tempfile.TemporaryDirectory(prefix="crossgrad-jobs-") as folder:
     paths = [os.path.join(folder, f"shard{i}.json") for i in range(count)]
     processes = [subprocess.Popen(
-        [sys.executable, "-m", "crossgrad.check", *arguments, f"--num_shards={count}",
+        [sys.executable, "-c", JOB_MAIN, *arguments, f"--num_shards={count}",
          f"--shard_index={i}", "--jobs=1", f"--json={path}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, JOB_ENV: "1"})
