@@ -34,6 +34,8 @@ import torch
 
 from crossgrad.backends import array_trees
 
+# A list, where the other array objects use `scoped.Switch`: torch.compile reads it while
+# tracing, and Dynamo cannot trace `contextvars.ContextVar.get` (a graph break).
 _ENABLED = [True]
 
 
