@@ -1,6 +1,6 @@
 """``python -m crossgrad``: crossgrad's commands; ``--version`` prints its version."""
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 COMMANDS = """\
 python -m crossgrad.check        cross-check the registered ops (console script: crossgrad-check)

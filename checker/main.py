@@ -43,14 +43,14 @@ from crossgrad.checker import html_report
 from crossgrad.checker import jobs
 from crossgrad.checker import keras_rows
 from crossgrad.checker import progress as progress_lib
-from crossgrad.checker import quiet
 from crossgrad.checker import selection
 from crossgrad.checker import shards
 from crossgrad.checker import special_values
-from crossgrad.checker import usage
 from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.diagnosis import repro
 from crossgrad.checker.report import Report
+from crossgrad.cli import quiet
+from crossgrad.cli import usage
 from crossgrad.registry import op_registry
 from crossgrad.registry import ops  # pylint: disable=unused-import  # The built-in ops.
 from crossgrad.registry.errors import CrossgradError

@@ -1,7 +1,7 @@
 """Every binary exits 2 with one line for bad usage (0: all agree, 1: a mismatch).
 
 absl's own parse errors exit 1, which a CI script reads as a gradient mismatch; every binary
-starts through `crossgrad.checker.usage.run`, which makes them exit 2. Each binary runs
+starts through `crossgrad.cli.usage.run`, which makes them exit 2. Each binary runs
 with an unknown flag and a malformed value (tests/usage_errors_worker.py: one framework
 import for all of them), the check with its own bad values too.
 """
@@ -52,7 +52,7 @@ def test_every_program_starts_through_the_one_helper():
           "crossgrad.examples.simple_network", "crossgrad.tools.op_pages"} <= set(BINARIES)
   direct = [str(p.relative_to(ROOT)) for p, text in _sources().items()
             if "app.run(" in text and p.name != "usage.py"]
-  assert not direct, f"start these through crossgrad.checker.usage.run: {direct}"
+  assert not direct, f"start these through crossgrad.cli.usage.run: {direct}"
 
 
 @pytest.fixture(scope="module")

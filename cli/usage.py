@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from absl import app
 from absl import flags
 
-from crossgrad.checker import flag_help
+from crossgrad.cli import flag_help
 from crossgrad.registry.version import __version__
 
 USAGE_ERROR = 2
