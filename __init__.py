@@ -18,6 +18,7 @@ import sys
 import typing
 
 from crossgrad.api import keras_hook as _keras_hook
+from crossgrad.api import submodules as _submodules
 from crossgrad.backends import triton_first as _triton_first
 from crossgrad.registry import ops as _builtin_ops  # Registers the built-in ops.
 from crossgrad.registry.errors import CrossgradError
@@ -29,6 +30,7 @@ from crossgrad.registry.op_registry import register
 from crossgrad.registry.op_registry import unregister
 from crossgrad.registry.opdef import OpDef
 from crossgrad.registry.validation import ArraySpec
+from crossgrad.registry.version import __version__
 
 if typing.TYPE_CHECKING:  # The lazy names below, for type checkers and the layering tests.
   from crossgrad import sparse
@@ -37,8 +39,6 @@ if typing.TYPE_CHECKING:  # The lazy names below, for type checkers and the laye
   from crossgrad.checker.report import Report
   from crossgrad.checker.report import Row
   from crossgrad.sparse.data import SparseData
-
-__version__ = "0.1.0"
 
 _LAZY_BACKENDS = ("tensorflow", "jax", "torch")
 _LAZY_FRAMEWORKS = (*_LAZY_BACKENDS, "keras")
@@ -77,7 +77,8 @@ __all__ = (
 
 del _builtin_ops
 _triton_first.install()
-_keras_hook.install()
+_keras_hook.install("crossgrad.layers")  # Imports crossgrad.api.keras and every layer.
+_submodules.install(_LAZY_FRAMEWORKS)
 
 
 def _torch_compiler():

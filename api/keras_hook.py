@@ -13,11 +13,12 @@ import importlib.machinery
 import importlib.util
 import sys
 
-_REGISTERS = "crossgrad.layers"  # Imports crossgrad.api.keras and every layer.
-
 
 class _AfterKeras:  # A `sys.meta_path` finder (not an importlib.abc one: its import costs).
-  """Runs `_REGISTERS`'s import after the ``keras`` package's own, then removes itself."""
+  """Imports ``module`` after the ``keras`` package's own import, then removes itself."""
+
+  def __init__(self, module: str):
+    self.module = module
 
   def find_spec(self, fullname, path, target=None):
     del target
@@ -31,15 +32,17 @@ class _AfterKeras:  # A `sys.meta_path` finder (not an importlib.abc one: its im
 
     def exec_module(module):
       run_keras(module)
-      importlib.import_module(_REGISTERS)
+      importlib.import_module(self.module)
 
     spec.loader.exec_module = exec_module
     return spec
 
 
-def install() -> None:
-  """Registers now if Keras is imported, else once it is (nothing if it is not installed)."""
+def install(module: str) -> None:
+  """Imports ``module`` (the one registering the Keras classes: the package root names
+  `crossgrad.layers`, which sits above this layer) now if Keras is imported, else once it
+  is (never if it is not installed)."""
   if "keras" in sys.modules:
-    importlib.import_module(_REGISTERS)
+    importlib.import_module(module)
   elif importlib.util.find_spec("keras") is not None:
-    sys.meta_path.insert(0, _AfterKeras())
+    sys.meta_path.insert(0, _AfterKeras(module))

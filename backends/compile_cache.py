@@ -19,6 +19,7 @@ makes it (``--cache_dir``, ``--nocompile_cache``); importing crossgrad or callin
 from __future__ import annotations
 
 import os
+import re
 from typing import Mapping, Sequence
 
 from absl import logging
@@ -79,7 +80,33 @@ def stats(backends: Sequence[str]) -> dict[str, dict[str, int]]:
   return out
 
 
+PREFIX = "[crossgrad] compile cache "
+_PART = re.compile(r"(\w+) loaded (\d+)(?: programs)?, compiled (\d+)")
+
+
 def summary(path: str, counts: Mapping[str, Mapping[str, int]]) -> str:
-  """One line for the report's end: where the caches are and how often they hit."""
-  parts = [f"{name} {c['hits']} hits, {c['misses']} misses" for name, c in counts.items()]
-  return f"[crossgrad] compile cache {path}: " + ("; ".join(parts) or "nothing compiled")
+  """One line for the report's end: where the caches are and, per backend, how many
+  programs it loaded from them (hits) and how many it compiled (misses)."""
+  parts = [f"{name} loaded {c['hits']}{' programs' if i == 0 else ''}, compiled {c['misses']}"
+           for i, (name, c) in enumerate(counts.items())]
+  return f"{PREFIX}{path}: " + ("; ".join(parts) or "nothing compiled")
+
+
+def parse(line: str) -> tuple[str, dict[str, dict[str, int]]] | None:
+  """``(path, counts)`` of a `summary` line, None for another line."""
+  if not line.startswith(PREFIX):
+    return None
+  path, _, rest = line[len(PREFIX):].rstrip("\n").rpartition(": ")
+  return path, {name: {"hits": int(hits), "misses": int(misses)}
+                for name, hits, misses in _PART.findall(rest)}
+
+
+def added(counts: Sequence[Mapping[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
+  """The counts of several processes (``--jobs``) added up, per backend."""
+  total: dict[str, dict[str, int]] = {}
+  for each in counts:
+    for name, c in each.items():
+      mine = total.setdefault(name, {"hits": 0, "misses": 0})
+      mine["hits"] += c["hits"]
+      mine["misses"] += c["misses"]
+  return total

@@ -24,29 +24,24 @@ same as with plain tracers.
 
 from __future__ import annotations
 
-import contextlib
 import operator
 from typing import Any
 
 import jax
 
 from crossgrad.backends import array_trees
+from crossgrad.backends import scoped
 
-_ENABLED = [True]
+_ENABLED = scoped.Switch("crossgrad.backends.jax_array_object")
 
 
-@contextlib.contextmanager
 def native_arrays():
   """Op bodies traced in this scope see JAX's own arrays (for comparing with the wrapper)."""
-  _ENABLED.append(False)
-  try:
-    yield
-  finally:
-    _ENABLED.pop()
+  return _ENABLED.off()
 
 
 def enabled() -> bool:
-  return _ENABLED[-1]
+  return _ENABLED.on()
 
 
 def device_of(x: Any) -> Any:

@@ -23,10 +23,10 @@ nothing.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import math
 import operator
-import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -34,6 +34,8 @@ import torch
 
 from crossgrad.backends import array_trees
 
+# A list, where the other array objects use `scoped.Switch`: torch.compile reads it while
+# tracing, and Dynamo cannot trace `contextvars.ContextVar.get` (a graph break).
 _ENABLED = [True]
 
 
@@ -52,18 +54,19 @@ def enabled() -> bool:
   return _ENABLED[-1]
 
 
-# ``diverged``: whether the body probed on this thread (`probe`) did something where a plain
+# Whether the body probed in this thread or task (`probe`) did something where a plain
 # torch.Tensor would behave otherwise than the standard's array object, or let values reach
 # Python (they may steer its control flow); None while no probe runs.
-_PROBE = threading.local()
+_DIVERGED: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
+    "crossgrad.backends.torch_array_object.diverged", default=None)
 
 
 def _diverged() -> bool:
   """Records a divergence for the probe running on this thread; whether one runs (Dynamo
   never traces a probe)."""
-  if torch.compiler.is_compiling() or getattr(_PROBE, "diverged", None) is None:
+  if torch.compiler.is_compiling() or _DIVERGED.get() is None:
     return False
-  _PROBE.diverged = True
+  _DIVERGED.set(True)
   return True
 
 
@@ -71,13 +74,12 @@ def probe(run: Callable[[], Any]) -> tuple[Any, bool]:
   """``(run(), same)``: ``run`` runs an op body on `Array`; ``same``, whether plain tensors
   would have run it the same, no divergence (`_diverged`) recorded. What ``run`` raises
   propagates."""
-  outer = getattr(_PROBE, "diverged", None)
-  _PROBE.diverged = False
+  token = _DIVERGED.set(False)
   try:
     result = run()
-    return result, not _PROBE.diverged
+    return result, not _DIVERGED.get()
   finally:
-    _PROBE.diverged = outer
+    _DIVERGED.reset(token)
 
 
 class Array:

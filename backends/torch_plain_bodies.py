@@ -35,7 +35,7 @@ from crossgrad.backends import torch_array_object
 from crossgrad.backends.torch_array_object import Array, BodyNamespace
 
 _SIGNATURE_LIMIT = 256  # Walked signatures an op core remembers (then it starts afresh).
-_ELIDING = [True]
+_ELIDING = [True]  # A list, not a `scoped.Switch`: Dynamo cannot trace ContextVar.get.
 
 # Bound once: they run on every eager call. Dynamo knows is_compiling by identity.
 _is_compiling = torch.compiler.is_compiling

@@ -39,7 +39,7 @@ from absl import flags
 
 from crossgrad.benchmarks import array_api_modes
 from crossgrad.benchmarks import timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 VERSION = "2024.12"
 ARRAY_OBJECT = ("array_method", "array_attribute", "test_iop", "test_array_object",

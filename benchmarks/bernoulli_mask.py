@@ -26,7 +26,7 @@ from typing import Callable
 from absl import flags
 import numpy as np
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 

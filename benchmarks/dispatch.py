@@ -20,7 +20,7 @@ import jax
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten, overhead, timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 

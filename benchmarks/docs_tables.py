@@ -26,7 +26,7 @@ from typing import Any
 
 from absl import flags
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent
 _DOCS = _PACKAGE.parent / "docs"

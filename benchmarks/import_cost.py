@@ -26,7 +26,7 @@ import tempfile
 from absl import flags
 
 from crossgrad.benchmarks import timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 

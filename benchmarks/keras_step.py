@@ -22,7 +22,7 @@ from absl import flags
 import numpy as np
 
 from crossgrad.benchmarks import timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 SCALE = 0.25

@@ -17,7 +17,7 @@ from absl import flags
 
 from crossgrad.backends import base
 from crossgrad.benchmarks import timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 from crossgrad.examples import kernels as example
 from crossgrad.registry import kernels, op_registry
 

@@ -39,7 +39,7 @@ import tensorflow as tf
 import crossgrad as cg
 from crossgrad.benchmarks import (handwritten, handwritten_checked, handwritten_torch, hlo,
                                   timing, torch_overhead)
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 

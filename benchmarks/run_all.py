@@ -25,7 +25,7 @@ from typing import Sequence
 from absl import flags
 
 from crossgrad.benchmarks import timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 

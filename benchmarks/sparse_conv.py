@@ -33,7 +33,7 @@ import crossgrad as cg
 from crossgrad.benchmarks import sparse_layer
 from crossgrad.benchmarks import sparse_loops
 from crossgrad.benchmarks import timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 from crossgrad.sparse import rulebook
 
 

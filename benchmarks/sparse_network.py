@@ -25,7 +25,7 @@ import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 from crossgrad.sparse import rulebook
 
 LAYERS = 4

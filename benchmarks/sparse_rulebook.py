@@ -27,7 +27,7 @@ import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 from crossgrad.sparse import rulebook
 
 

@@ -21,7 +21,7 @@ import tensorflow as tf
 import crossgrad as cg
 from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
 from crossgrad.benchmarks import array_object_overhead, handwritten, overhead, timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 
 def _rows(name: str, elements: int, budget_s: float) -> tuple:

@@ -23,7 +23,7 @@ import tensorflow as tf
 
 import crossgrad as cg
 from crossgrad.benchmarks import overhead, timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 

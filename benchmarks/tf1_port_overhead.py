@@ -23,7 +23,7 @@ import numpy as np
 
 import crossgrad as cg
 from crossgrad.benchmarks import timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 SIZE, REPEATS = 1000, 200

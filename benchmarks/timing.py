@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from absl import flags
 
-from crossgrad.checker import flag_help
+from crossgrad.cli import flag_help
 
 
 def interleaved_samples(candidates: Mapping[str, Callable[[], Any]], repeats: int,

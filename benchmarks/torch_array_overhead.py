@@ -22,7 +22,7 @@ import torch
 import crossgrad as cg
 from crossgrad.backends import torch_array_object
 from crossgrad.benchmarks import array_object_overhead, handwritten, overhead, timing, torch_overhead
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 TARGET_RATIO = 1.02
 

@@ -23,7 +23,7 @@ from absl import flags
 
 import crossgrad as cg
 from crossgrad.benchmarks import handwritten_torch, timing
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 SIZES = (1_000_000, 16_000_000)

@@ -114,23 +114,56 @@ def grid(rows: list[Row]) -> Grid:
               {key: summarize(group) for key, group in groups.items()})
 
 
-def grid_text(g: Grid) -> str:
-  """Aligned text: a backend header line, a mode header line, one line per op and params."""
-  header_backend = ["", ""] + [b if i == 0 or g.columns[i - 1][0] != b else ""
-                               for i, (b, _) in enumerate(g.columns)]
-  header_mode = ["op", "params"] + [m for _, m in g.columns]
-  body = [[op, params] + [(c.text() if (c := g.cell((op, params), col)) else "-")
-                          for col in g.columns] for op, params in g.lines]
-  table = [header_backend, header_mode] + body
-  widths = [max(len(line[i]) for line in table) for i in range(len(header_mode))]
+WIDTH = 100  # A log's width, where no terminal says otherwise.
+
+
+def _blocks(columns: list[tuple[str, str]], widths: list[int], room: int) -> list[list[int]]:
+  """Column indices in blocks of at most ``room`` characters (each column with the two
+  spaces before it): whole backends while they fit, a backend wider than a block by mode."""
+  by_backend: dict[str, list[int]] = {}
+  for i, (backend, _) in enumerate(columns):
+    by_backend.setdefault(backend, []).append(i)
+  blocks: list[list[int]] = [[]]
+  for indices in by_backend.values():
+    used = sum(widths[i] + 2 for i in blocks[-1])
+    if blocks[-1] and used + sum(widths[i] + 2 for i in indices) > room:
+      blocks.append([])
+    for i in indices:
+      if blocks[-1] and sum(widths[j] + 2 for j in blocks[-1]) + widths[i] + 2 > room:
+        blocks.append([])
+      blocks[-1].append(i)
+  return blocks
+
+
+def _aligned(lines: list[list[str]]) -> str:
+  widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
   return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip()
-                   for line in table)
+                   for line in lines)
 
 
-def text_report(report: Report, all_rows: bool = False) -> str:
-  """The grid, the failing rows (by cause where diagnosed), the advisory ones, every row (with ``all_rows``), the
-  summary line."""
-  parts = ["summary (worst error per cell):", grid_text(grid(report.rows)), ""]
+def grid_text(g: Grid, width: int | None = WIDTH) -> str:
+  """Aligned text: a backend header line, a mode header line, one line per op and params;
+  where the columns are wider than ``width`` (None: never), in blocks of backends one under
+  the other, each block starting with the op and params again."""
+  keys = [["", ""], ["op", "params"]] + [list(line) for line in g.lines]
+  columns = [[b if i == 0 or g.columns[i - 1][0] != b else "", m]
+             + [(c.text() if (c := g.cell(line, (b, m))) else "-") for line in g.lines]
+             for i, (b, m) in enumerate(g.columns)]
+  widths = [max(map(len, column)) for column in columns]
+  room = math.inf if width is None else width - sum(max(map(len, k)) for k in zip(*keys)) - 2
+  blocks = []
+  for block in _blocks(g.columns, widths, room):
+    shown = [list(columns[i]) for i in block]
+    shown[0][0] = g.columns[block[0]][0]  # A block split within a backend names it again.
+    blocks.append(_aligned([key + [column[n] for column in shown]
+                            for n, key in enumerate(keys)]))
+  return "\n\n".join(blocks)
+
+
+def text_report(report: Report, all_rows: bool = False, width: int | None = WIDTH) -> str:
+  """The grid (in blocks no wider than ``width``), the failing rows (by cause where
+  diagnosed), the advisory ones, every row (with ``all_rows``), the summary line."""
+  parts = ["summary (worst error per cell):", grid_text(grid(report.rows), width), ""]
   if report.failures:
     parts += causes.text(report.failures) or [
         "failing rows:", report.table(failures_only=True, summary=False), ""]

@@ -1,6 +1,6 @@
 """``--jobs``: one check run as shards in processes side by side, merged into one report.
 
-Each job is ``python -m crossgrad.check`` with the same flags, ``--num_shards=N
+Each job is the check binary (`JOB_MAIN`) with the same flags, ``--num_shards=N
 --shard_index=i`` and a JSON report in a temporary folder; the reports are merged
 (`shards.merge`) into the report one process would have made. The jobs' progress lines feed
 one `progress.Progress`; their other lines go to stderr as they come, each once (every job
@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 from absl import flags
 
+from crossgrad.backends import compile_cache
 from crossgrad.checker import progress as progress_lib
 from crossgrad.checker import shards
 from crossgrad.checker.report import Report
@@ -25,6 +26,9 @@ from crossgrad.checker.report import Report
 UNITS_PER_JOB = 8  # Fewer backend units than this per job: one process is quicker.
 # Set in a job's environment: the job ends with `exit_now` once its report is written.
 JOB_ENV = "CROSSGRAD_JOB"
+# A job's program: the check binary as its console script starts it (`crossgrad.check` is
+# the same `run`, in the package root above this layer).
+JOB_MAIN = "from crossgrad.checker.main import run; run()"
 
 
 def cores() -> int:
@@ -67,23 +71,33 @@ def exit_now(status: int) -> None:
 
 class _Lines:
   """Takes the jobs' stderr lines, from a thread per job: progress lines to ``progress``,
-  the others to stderr once each."""
+  compile-cache lines to ``caches`` (`compile_cache.parse`), the others to stderr once each."""
 
   def __init__(self, progress: progress_lib.Progress):
     self._progress = progress
     self._seen = set()
     self._lock = threading.Lock()
+    self.caches: list[tuple[str, dict[str, dict[str, int]]]] = []
 
   def forward(self, stream, job: int) -> None:
     for line in stream:
       with self._lock:
         if progress_lib.is_engine_line(line):
           self._progress.line(line, source=job)
+        elif (cache := compile_cache.parse(line)) is not None:
+          self.caches.append(cache)
         elif line not in self._seen:
           self._seen.add(line)
           self._progress.message(line)
     with self._lock:
       self._progress.finish(job)
+
+  def cache_summary(self) -> str | None:
+    """One compile-cache line for the check: the jobs' counts added up."""
+    if not self.caches:
+      return None
+    return compile_cache.summary(self.caches[0][0],
+                                 compile_cache.added([counts for _, counts in self.caches]))
 
 
 def run(count: int, arguments: Sequence[str], progress: progress_lib.Progress | None = None,
@@ -97,7 +111,7 @@ def run(count: int, arguments: Sequence[str], progress: progress_lib.Progress | 
   with tempfile.TemporaryDirectory(prefix="crossgrad-jobs-") as folder:
     paths = [os.path.join(folder, f"shard{i}.json") for i in range(count)]
     processes = [subprocess.Popen(
-        [sys.executable, "-m", "crossgrad.check", *arguments, f"--num_shards={count}",
+        [sys.executable, "-c", JOB_MAIN, *arguments, f"--num_shards={count}",
          f"--shard_index={i}", "--jobs=1", f"--json={path}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, JOB_ENV: "1"})
@@ -110,6 +124,8 @@ def run(count: int, arguments: Sequence[str], progress: progress_lib.Progress | 
     for reader in readers:
       reader.join()
     progress.close()
+    if (cache := lines.cache_summary()) is not None:
+      say(cache)
     if 2 in statuses:
       return 2  # A usage error, which the jobs printed (once).
     crashed = [(i, s) for i, s in enumerate(statuses) if s not in (0, 1)]

@@ -26,6 +26,7 @@ exits as one run would.
 import gc
 import json
 import os
+import shutil
 import sys
 import time
 from typing import MutableMapping
@@ -42,14 +43,14 @@ from crossgrad.checker import html_report
 from crossgrad.checker import jobs
 from crossgrad.checker import keras_rows
 from crossgrad.checker import progress as progress_lib
-from crossgrad.checker import quiet
 from crossgrad.checker import selection
 from crossgrad.checker import shards
 from crossgrad.checker import special_values
-from crossgrad.checker import usage
 from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.diagnosis import repro
 from crossgrad.checker.report import Report
+from crossgrad.cli import quiet
+from crossgrad.cli import usage
 from crossgrad.registry import op_registry
 from crossgrad.registry import ops  # pylint: disable=unused-import  # The built-in ops.
 from crossgrad.registry.errors import CrossgradError
@@ -180,7 +181,9 @@ def _check(argv) -> int:
     return usage.fail(str(e))
   if isinstance(report, int):
     return report  # --list, or jobs that could not run.
-  print(grid.text_report(report, all_rows=_ALL_ROWS.value))
+  # A terminal's width; a log's (a file, a pipe) is `grid.WIDTH`, whatever $COLUMNS says.
+  width = shutil.get_terminal_size().columns if sys.stdout.isatty() else grid.WIDTH
+  print(grid.text_report(report, all_rows=_ALL_ROWS.value, width=width))
   if _JSON.value:
     with open(_JSON.value, "w") as f:
       f.write(report.to_json() if shard is None else json.dumps(

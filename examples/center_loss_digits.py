@@ -25,7 +25,7 @@ from typing import Sequence
 from absl import flags
 import numpy as np
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 

@@ -33,7 +33,7 @@ from absl import flags
 
 import crossgrad as cg
 from crossgrad.backends import cpu_devices
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 from crossgrad.distributed import launch
 from crossgrad.examples import data_parallel_processes as processes
 

@@ -20,7 +20,7 @@ import json
 from absl import flags
 import numpy as np
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 NUM_TEST = 300

@@ -25,7 +25,7 @@ import tempfile
 from absl import flags
 import numpy as np
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 

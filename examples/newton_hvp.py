@@ -23,7 +23,7 @@ from typing import Callable
 from absl import flags
 import numpy as np
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 
@@ -135,13 +135,27 @@ def hvp_error(loss: Callable, w, seed: int) -> float:
 QUANTIZE = {"bits": 8, "scale": 1.0 / 64}  # Levels k / 64 in [-2, 2).
 
 
+def _as_custom_vjp(op, params: dict):
+  """The op's forward and backward (in the JAX backend's ``xp``) as a plain `jax.custom_vjp`,
+  as one writes it without crossgrad."""
+  import jax  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends import jax as backend  # pylint: disable=g-import-not-at-top
+
+  @jax.custom_vjp
+  def fn(x):
+    return op.forward(backend.xp, x, **params)[0]
+
+  fn.defvjp(lambda x: op.forward(backend.xp, x, **params),
+            lambda residuals, g: tuple(op.backward(backend.xp, residuals, g, **params)))
+  return fn
+
+
 def quantized_least_squares(seed: int) -> dict:
   """One Newton step on ``0.5 mean((x Q(w) - y)^2)``, ``Q`` the straight-through quantiser,
   with crossgrad's op and with the same definition as a plain `jax.custom_vjp`."""
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
   import crossgrad as cg  # pylint: disable=g-import-not-at-top
-  from crossgrad.benchmarks import handwritten  # pylint: disable=g-import-not-at-top
   with jax.enable_x64(True):
     rng = np.random.default_rng(seed + 1)
     x = jnp.asarray(rng.standard_normal((N, N_IN)))
@@ -152,8 +166,7 @@ def quantized_least_squares(seed: int) -> dict:
     results = {"optimum": float(0.5 * np.mean((np.asarray(x) @ (
         np.round(best * 64) / 64) - np.asarray(y)) ** 2))}
     for name, quantize in (("crossgrad", cg.jax.get(op, **QUANTIZE)),
-                           ("custom_vjp", handwritten.custom_vjp_of(
-                               op, op.resolve_params(QUANTIZE)))):
+                           ("custom_vjp", _as_custom_vjp(op, op.resolve_params(QUANTIZE)))):
       loss = lambda w, q=quantize: 0.5 * jnp.mean(jnp.square(x @ q(w) - y))
       grad = jax.grad(loss)(w)
       matvec = jax.jit(lambda v, loss=loss: hvp(loss, w, v))

@@ -17,7 +17,7 @@ import numpy as np
 from absl import flags
 
 import crossgrad as cg
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 DATA = np.array([1.0, 2.0], np.float32)
 LABELS = np.array([0.0, 1.0], np.float32)  # The post's labels, fed as one-hot.

@@ -20,7 +20,7 @@ from absl import flags
 import numpy as np
 
 import crossgrad as cg
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 from crossgrad.sparse import rulebook
 
 SIZE, SCALE = 24, 3

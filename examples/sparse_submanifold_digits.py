@@ -26,7 +26,7 @@ from absl import flags
 import numpy as np
 
 import crossgrad as cg
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 from crossgrad.examples.sparse_digits import SIZE, Data, load
 from crossgrad.sparse import rulebook
 

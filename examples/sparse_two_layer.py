@@ -15,7 +15,7 @@ from absl import flags
 import numpy as np
 
 import crossgrad as cg
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 SEED_DENSE = np.array([
     [[1.7, 0.7], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]],

@@ -19,7 +19,7 @@ from absl import flags
 
 import crossgrad as cg
 from crossgrad import tf1
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 DATA = np.array([1.0, 2.0], np.float32)
 LABELS = np.array([0, 1], np.int32)  # The seed feeds them as one-hot labels.

@@ -19,7 +19,7 @@ from absl import flags
 
 import crossgrad as cg
 from crossgrad import tf1
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 X = np.array([1.0, 2.0, 3.0, 4.0], np.float32)  # sparse_cnn's x.
 

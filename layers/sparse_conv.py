@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import keras
 
-import crossgrad as cg
 from crossgrad.api import keras as cg_keras
+from crossgrad.sparse.data import SparseData
 
 
 class _SparseLayer(keras.layers.Layer):
@@ -40,7 +40,7 @@ class _SparseLayer(keras.layers.Layer):
     self.bias = self.add_weight(shape=(self.filters,), initializer=self.bias_initializer,
                                 name="bias")
 
-  def __call__(self, x: cg.SparseData, rulebook=None, **kwargs):
+  def __call__(self, x: SparseData, rulebook=None, **kwargs):
     if not self.built:
       self.build(x.dense_shape)
       self.built = True
@@ -53,7 +53,7 @@ class _SparseLayer(keras.layers.Layer):
   def _weights(self):
     return cg_keras.tensor(self.kernel), cg_keras.tensor(self.bias)
 
-  def _activate(self, y: cg.SparseData) -> cg.SparseData:
+  def _activate(self, y: SparseData) -> SparseData:
     return y.map(self.activation) if self.activation is not None else y
 
   def get_config(self):

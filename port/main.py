@@ -14,7 +14,7 @@ import sys
 
 from absl import flags
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 USAGE = "usage: crossgrad-port SRC.py [SRC.py ...] --out_dir=DIR [--report=R.json]"

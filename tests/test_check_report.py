@@ -92,6 +92,40 @@ def test_text_report_order():
   assert "failing rows: none" in grid.text_report(_report(ROWS[:4]))
 
 
+
+def _wide_rows():
+  """Three backends of four modes, cell i (from 1) ``ok`` with error i * 1e-9."""
+  return [_row(op="leaky_relu", params="alpha=0.01", backend=backend, mode=mode,
+               error=(4 * b + m + 1) * 1e-9)
+          for b, backend in enumerate(("tensorflow", "jax", "torch"))
+          for m, mode in enumerate(("eager", "graph", "jit", "vectorized_map"))]
+
+
+def test_a_wide_grid_comes_in_blocks_of_whole_backends():
+  text = grid.grid_text(grid.grid(_wide_rows()), width=130)
+  # Unwrapped: op and params (10 wide each), 12 columns of 10 (14 under vectorized_map, the
+  # last one's padding stripped), 2 spaces apart: 22 + 12 * 12 + 3 * 4 - 4.
+  assert len(grid.grid_text(grid.grid(_wide_rows()), width=None).splitlines()[2]) == 174
+  blocks = [block.splitlines() for block in text.split("\n\n")]
+  assert all(len(line) <= 130 for block in blocks for line in block)
+  assert [block[0].split() for block in blocks] == [["tensorflow", "jax"], ["torch"]]
+  three = grid.grid_text(grid.grid(_wide_rows()), width=100).split("\n\n")
+  assert [block.split()[0] for block in three] == ["tensorflow", "jax", "torch"]
+  assert all(block[1].split()[:2] == ["op", "params"] for block in blocks)
+  cells = [cell for block in blocks for cell in re.findall(r"ok (\S+)", block[2])]
+  assert cells == [f"{i * 1e-9:.1e}" for i in range(1, 13)]  # Each cell once, in order.
+
+
+def test_a_backend_wider_than_the_grid_is_split_by_mode():
+  text = grid.grid_text(grid.grid(_wide_rows()), width=60)
+  blocks = [block.splitlines() for block in text.split("\n\n")]
+  assert all(len(line) <= 60 for block in blocks for line in block)
+  assert [block[0].split() for block in blocks] == [
+      ["tensorflow"], ["tensorflow"], ["jax"], ["jax"], ["torch"], ["torch"]]
+  assert [block[1].split()[2:] for block in blocks[:2]] == [
+      ["eager", "graph", "jit"], ["vectorized_map"]]
+
+
 class _Checker(html.parser.HTMLParser):
   """Fails on unbalanced tags; collects tags and text."""
 

@@ -2,6 +2,7 @@
 second run reads them instead of compiling, and that a changed backward is never served
 from the cache. Fresh processes, as runs are; about 40 s on two cores (torch.compile)."""
 
+import io
 import json
 import os
 import pathlib
@@ -10,6 +11,8 @@ import subprocess
 import sys
 
 from crossgrad.backends import compile_cache
+from crossgrad.checker import jobs
+from crossgrad.checker import progress
 
 ENV = compile_cache.ENV
 
@@ -47,11 +50,30 @@ def _check(tmp_path, *flags):
 
 
 def _counts(stderr: str, folder: pathlib.Path) -> tuple[int, int]:
-  found = re.search(rf"compile cache {re.escape(str(folder))}: jax (\d+) hits, (\d+) misses",
-                    stderr)
+  found = re.search(rf"compile cache {re.escape(str(folder))}: jax loaded (\d+) programs, "
+                    r"compiled (\d+)", stderr)
   assert found, stderr
   return int(found[1]), int(found[2])
 
+
+
+def test_the_summary_line_says_what_it_counts_and_reads_back():
+  counts = {"jax": {"hits": 29, "misses": 3}, "torch": {"hits": 2, "misses": 0}}
+  line = compile_cache.summary("/c: d", counts)
+  assert line == ("[crossgrad] compile cache /c: d: jax loaded 29 programs, compiled 3; "
+                  "torch loaded 2, compiled 0")
+  assert compile_cache.parse(line + "\n") == ("/c: d", counts)
+  assert compile_cache.parse("[crossgrad] shard 0 of 2: 3 of the check's 6 units") is None
+
+
+def test_jobs_show_one_compile_cache_line_with_their_counts_added():
+  lines = jobs._Lines(progress.Progress(()))  # pylint: disable=protected-access
+  job_lines = [{"jax": {"hits": 1, "misses": 2}},
+               {"jax": {"hits": 4, "misses": 0}, "torch": {"hits": 0, "misses": 5}}]
+  for job, counts in enumerate(job_lines):
+    lines.forward(io.StringIO(compile_cache.summary("/c", counts) + "\n"), job)
+  assert lines.cache_summary() == ("[crossgrad] compile cache /c: jax loaded 5 programs, "
+                                   "compiled 2; torch loaded 0, compiled 5")
 
 def test_the_check_binary_caches_in_cache_dir_and_a_second_run_compiles_nothing(tmp_path):
   flag_dir = tmp_path / "flag"

@@ -111,16 +111,17 @@ def helps():
   done = subprocess.run([sys.executable, str(ROOT / "tests" / "usage_errors_worker.py"),
                          json.dumps(cases)], capture_output=True, text=True, timeout=600,
                         env=dict(_env(), TF_CPP_MIN_LOG_LEVEL="3"), check=True)
-  return {r["module"].removeprefix("crossgrad."): r["output"] for r in json.loads(done.stdout)}
+  return {r["module"].removeprefix("crossgrad."): r for r in json.loads(done.stdout)}
 
 
 @pytest.mark.parametrize("binary", sorted(BINARIES))
 def test_help_lists_the_binarys_own_flags(helps, binary):
   """absl's --help lists only the main module's key flags: a binary whose flags live in a
   library module (crossgrad.checker.main, benchmarks/timing.py) must adopt them."""
-  listed = helps[binary]
+  listed = helps[binary]["output"]
   missing = _missing(listed, BINARIES[binary])
   assert not missing, f"{binary} --help does not list {missing}:\n{listed[-2000:]}"
+  assert helps[binary]["status"] == 0, f"{binary} --help exits {helps[binary]['status']}"
 
 
 @pytest.mark.parametrize("script", sorted(SCRIPTS))

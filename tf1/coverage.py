@@ -22,7 +22,7 @@ from absl import flags
 import numpy as np
 import tensorflow as tf
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 from crossgrad.registry.errors import CrossgradError
 
 _HANDLERS = flags.DEFINE_bool("handlers", False, "List the translated TF op types instead.")

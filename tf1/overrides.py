@@ -9,6 +9,7 @@ for guided backprop), where `tf.gradients` and the gradients of wrapped function
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import importlib
 import inspect
@@ -23,7 +24,10 @@ from tensorflow.python.framework import ops as tf_ops
 from crossgrad.tf1 import legacy
 from crossgrad.tf1 import op_types
 
-_local = threading.local()  # .stack: the open maps, innermost last; .busy: inside a wrapper.
+# This thread's (and asyncio task's) open maps, innermost last; whether it is in a wrapper.
+_MAPS: contextvars.ContextVar[tuple[dict[str, tuple[Callable[..., Any], str]], ...]] = (
+    contextvars.ContextVar("crossgrad.tf1.overrides.maps", default=()))
+_BUSY = contextvars.ContextVar("crossgrad.tf1.overrides.busy", default=False)
 _lock = threading.Lock()
 _open = 0  # Scopes open in all threads; the TF functions stay wrapped while any is.
 _restore: list[tuple[Any, str, Any]] = []  # (module, attribute, original) to put back.
@@ -32,28 +36,21 @@ _table = None  # id(original) -> (original, wrapper) for every TF function wrapp
 _found: tuple[int, list] = (-1, [])  # (len(sys.modules) when searched, the bindings found).
 
 
-def _stack() -> list[dict[str, tuple[Callable[..., Any], str]]]:
-  if not hasattr(_local, "stack"):
-    _local.stack, _local.busy = [], 0
-  return _local.stack
-
-
 @contextlib.contextmanager
 def _busy():
   """Inside a wrapper: ops made here (the op itself, its gradient) are TF's plain ones."""
-  _stack()
-  _local.busy += 1
+  token = _BUSY.set(True)
   try:
     yield
   finally:
-    _local.busy -= 1
+    _BUSY.reset(token)
 
 
 def _active(op_type: str):
   """The innermost (gradient, label) for ``op_type`` in this thread, or None."""
-  if getattr(_local, "busy", 0):
+  if _BUSY.get():
     return None
-  return next((m[op_type] for m in reversed(_stack()) if op_type in m), None)
+  return next((m[op_type] for m in reversed(_MAPS.get()) if op_type in m), None)
 
 
 class override_map(contextlib.ContextDecorator):  # pylint: disable=invalid-name
@@ -78,11 +75,11 @@ class override_map(contextlib.ContextDecorator):  # pylint: disable=invalid-name
 
   def __enter__(self):
     _install()
-    _stack().append(self.mapping)
+    _MAPS.set(_MAPS.get() + (self.mapping,))
     return self
 
   def __exit__(self, *exc):
-    _stack().pop()
+    _MAPS.set(_MAPS.get()[:-1])  # Scopes nest: this one is the innermost.
     _uninstall()
     return False
 
@@ -164,8 +161,8 @@ def _bindings(originals: dict[int, Any]) -> list[tuple[Any, str, Any]]:
 def _wrapped_import(original):
   @functools.wraps(original)
   def wrapper(*args, **kwargs):
-    native = {t: _native_name(*entry) for m in _stack() for t, entry in m.items()}
-    if not native or getattr(_local, "busy", 0):
+    native = {t: _native_name(*entry) for m in _MAPS.get() for t, entry in m.items()}
+    if not native or _BUSY.get():
       return original(*args, **kwargs)
     with tf_ops.get_default_graph().gradient_override_map(native):
       return original(*args, **kwargs)

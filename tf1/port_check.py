@@ -37,7 +37,7 @@ import numpy as np
 import crossgrad as cg
 from crossgrad.checker import engine
 from crossgrad.checker import selection
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 
 FLAGS = flags.FLAGS
 

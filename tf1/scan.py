@@ -26,7 +26,7 @@ from typing import Iterable, Iterator
 
 from absl import flags
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 from crossgrad.tf1.op_types import OP_TYPES  # Imports no TensorFlow.
 
 DROP_IN = "crossgrad.tf1.py_func(func, inp, Tout, grad=grad)"

@@ -12,7 +12,7 @@ import sys
 
 from absl import flags
 
-from crossgrad.checker import usage
+from crossgrad.cli import usage
 from crossgrad.registry import ops as builtin_ops
 from crossgrad.registry.opdef import OpDef
 

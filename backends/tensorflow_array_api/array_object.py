@@ -16,7 +16,6 @@ its ``transpose_a``/``transpose_b`` (`MatrixTransposed`).
 
 from __future__ import annotations
 
-import contextlib
 import operator
 from typing import Any
 
@@ -24,24 +23,20 @@ import numpy as np
 import tensorflow as tf
 
 from crossgrad.backends import array_trees
+from crossgrad.backends import scoped
 from crossgrad.backends.tensorflow_array_api._linalg import matmul_transposed
 from crossgrad.backends.tensorflow_array_api._manipulation import take
 
-_ENABLED = [True]
+_ENABLED = scoped.Switch("crossgrad.backends.tensorflow_array_api.array_object")
 
 
-@contextlib.contextmanager
 def native_tensors():
   """Op bodies traced or run in this scope see plain tf.Tensor (for measuring the wrapper)."""
-  _ENABLED.append(False)
-  try:
-    yield
-  finally:
-    _ENABLED.pop()
+  return _ENABLED.off()
 
 
 def enabled() -> bool:
-  return _ENABLED[-1]
+  return _ENABLED.on()
 
 
 class Array:

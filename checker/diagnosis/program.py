@@ -9,7 +9,6 @@ The backend runs it with its own `evaluate`, so each mode compiles it as it woul
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import inspect
@@ -109,11 +108,10 @@ def run(module: Any, op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   tape = recording.Tape(stop_at=stop_at, keep_raw=how == "intermediates", light=light)
   prog = program_op(op, tape, which, how)
   args = list(inputs) + [cotangents[i] for i in which]
-  scope = getattr(module, "precision_scope", None)
   # Zero cotangents: the program's backward is never wanted.
   zeros = ([None] * (len(cotangents) + len(inputs) - len(op.nondiff_argnums)) if like is None
            else [np.zeros_like(x) if is_floating(x.dtype) else None for x in like])
-  with scope(args, float32="highest") if scope else contextlib.nullcontext():
+  with module.precision_scope(args, float32="highest"):  # Part of every backend.
     outs, _ = module.evaluate(prog, params, args, zeros, device=device, mode=mode)
   outs = [np.asarray(o) for o in outs]
   n_final = len(outs) - n_kept

@@ -7,7 +7,7 @@ import sys
 
 from absl import flags
 
-from crossgrad.checker import usage  # A bad flag exits with 2, not 1.
+from crossgrad.cli import usage  # A bad flag exits with 2, not 1.
 
 FLAGS = flags.FLAGS
 USAGE = ("usage: python -m crossgrad.tf1.upgrade SRC DST [--report=FILE] [--diff] [--port]\n"

@@ -1,0 +1,3 @@
+"""crossgrad's version, written here only (pyproject.toml reads it)."""
+
+__version__ = "0.1.0"
