@@ -33,6 +33,7 @@ from crossgrad.registry.validation import ArraySpec
 from crossgrad.registry.version import __version__
 
 if typing.TYPE_CHECKING:  # The lazy names below, for type checkers and the layering tests.
+  from crossgrad import port
   from crossgrad import sparse
   from crossgrad.api import numpy
   from crossgrad.checker.engine import cross_check

@@ -23,12 +23,14 @@ import os
 import time
 from typing import Any, Mapping, Sequence
 
-import crossgrad as cg
+from crossgrad.checker import engine
 from crossgrad.checker import selection
 from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.report import Check
 from crossgrad.port import emit
 from crossgrad.port.definition import Definition
+from crossgrad.registry import errors
+from crossgrad.registry import op_registry
 
 PORTED, ORIGINAL_WRONG, REFUSED = "ported", "original_wrong", "refused"
 # The compiled mode each framework's check runs besides eager.
@@ -68,7 +70,7 @@ def gradient_kind(declared: str | None) -> str:
   """The `OpDef` gradient the port is first checked as: ``declared`` for a surrogate
   (its function is not known), ``exact`` otherwise."""
   if declared not in (None, "exact", "surrogate"):
-    raise cg.CrossgradError("unknown gradient kind in GRADIENTS", argument="GRADIENTS",
+    raise errors.CrossgradError("unknown gradient kind in GRADIENTS", argument="GRADIENTS",
                             expected="'exact' or 'surrogate'", actual=repr(declared))
   return "declared" if declared == "surrogate" else "exact"
 
@@ -120,8 +122,8 @@ def prove(definitions: Sequence[Definition], *, source_path: str, out_dir: str,
   failed = [d for d in live if results[d.name].status == REFUSED]
   if failed:  # Written for their check, refused by it: the module is written without them.
     for d in failed:
-      if emit.op_name(stem, d) in cg.names():
-        cg.unregister(emit.op_name(stem, d))
+      if emit.op_name(stem, d) in op_registry.names():
+        op_registry.unregister(emit.op_name(stem, d))
     path = _written(live, results, source_path, out_dir, kinds, samples_path)
   for d in live:
     result = results[d.name]
@@ -168,8 +170,8 @@ def _written(live: list[Definition], results: dict[str, Result], source_path: st
   while True:
     kept = [d for d in live if results[d.name].status != REFUSED or not results[d.name].reasons]
     for d in kept:
-      if emit.op_name(stem, d) in cg.names():
-        cg.unregister(emit.op_name(stem, d))
+      if emit.op_name(stem, d) in op_registry.names():
+        op_registry.unregister(emit.op_name(stem, d))
     path = emit.write(kept, source_path=source_path, out_dir=out_dir, gradients=kinds,
                       samples_path=samples_path)
     if path is None:
@@ -195,7 +197,7 @@ def _culprit(kept: Sequence[Definition], error: Exception, stem: str) -> Definit
 
 def _check(op: str, framework: str, settings: CheckSettings):
   modes = settings.modes or ("eager", COMPILED[framework])
-  report = cg.cross_check([op], backends=settings.backends or [framework], modes=modes,
+  report = engine.cross_check([op], backends=settings.backends or [framework], modes=modes,
                           dtypes=settings.dtypes, seed=settings.seed, special=False,
                           impls=settings.impls)
   return causes.diagnose(report, selection.ops([op]), seed=settings.seed)

@@ -52,7 +52,7 @@ def test_the_check_sees_lazy_and_from_imports(tmp_path):
 # The binaries (`python -m crossgrad.NAME`) and the file defining each one's flags.
 _STARTS = re.compile(r"usage\.(run|console)\(main")
 BINARIES = {"check": "checker/main.py",
-            **{f"{package}.{p.stem}": f"{package}/{p.name}" for package in ("tf1", "benchmarks")
+            **{f"{package}.{p.stem}": f"{package}/{p.name}" for package in ("tf1", "benchmarks", "port")
                for p in sorted((ROOT / package).glob("*.py")) if _STARTS.search(p.read_text())},
             **{f"tf1.{p.parent.name}": f"tf1/{p.parent.name}/__main__.py"  # Packages.
                for p in sorted((ROOT / "tf1").glob("*/__main__.py"))}}

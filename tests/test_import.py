@@ -44,7 +44,7 @@ def test_public_names():
 
 # What `import crossgrad` may load of its own: the registry (with the built-in ops), the
 # Keras and Triton import hooks, and the packages holding them.
-_EAGER = re.compile(r"crossgrad(\.registry(\..+)?|\.api(\.keras_hook)?|"
+_EAGER = re.compile(r"crossgrad(\.registry(\..+)?|\.api(\.keras_hook|\.submodules)?|"
                     r"\.backends(\.triton_first)?)?")
 
 
