@@ -1,0 +1,118 @@
+"""`Definition`: one custom-gradient definition found in a user's source file, translated.
+
+A framework's source module (`crossgrad.port.torch_source`, ``jax_source``,
+``tensorflow_source``) exposes ``find(tree, module, path) -> list[Definition]``: ``tree``
+is the parsed source file, ``module`` the same file imported (porting runs the user's
+code: its ``SAMPLES`` and ``GRADIENTS`` dicts, its originals), ``path`` its file name. It
+translates each definition's forward and backward with `crossgrad.port.translate` and its
+framework's table (`crossgrad.port.tables`); a construct it cannot carry becomes a
+`Refusal` (line, call, why) and the definition is reported as refused, with nothing
+written for it. `crossgrad.port.emit` turns the rest into ``cg.OpDef`` code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+REQUIRED = object()  # A parameter without a default (its value comes from the sample).
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+  """A construct the port cannot carry: its source line, the call (or statement) as
+  written, and why, in words."""
+  line: int
+  call: str
+  why: str
+
+  def as_json(self) -> dict:
+    return {"line": self.line, "call": self.call, "why": self.why}
+
+
+@dataclasses.dataclass
+class Definition:
+  """One definition, translated to ``xp`` (the op language).
+
+  Attributes:
+    name: the definition's name in its module ("MyFn", "my_fn"), also ``SAMPLES``' key.
+    framework: "torch", "jax" or "tensorflow".
+    file, line: where it is defined.
+    inputs: names of the array arguments, in call order.
+    params: the other (Python) arguments: name -> default, or `REQUIRED`.
+    call_order: every argument name as the user-facing call takes them (inputs and params
+      interleaved): the original kernel is called with them in this order.
+    forward_source: ``def forward(xp, <inputs>, *, <params>): ... return outputs,
+      residuals`` as source text (``residuals`` a tuple of arrays).
+    backward_source: ``def backward(xp, residuals, g, *, <params>): ... return
+      cotangents`` (one per input, None for a non-differentiable one; ``g`` mirrors the
+      outputs, a tuple for several).
+    residuals: what the forward saves, by name (for the comments in the output).
+    original: the original as an attribute path in its module ("MyFn.apply", "my_fn").
+    unsupported_modes: ``{mode: reason}`` for the modes the ORIGINAL cannot run in
+      (declared on its kernel: "jvp", "vmap", "compile", ...).
+    nondiff: input names that get no cotangent.
+    num_outputs: how many arrays the forward returns (1: a single array, not a tuple).
+    jvp_source: for a definition whose rule is a JVP, ``def jvp(xp, primals, tangents,
+      *, <params>)`` source, kept beside the op for the docs and the report; None
+      otherwise.
+    helpers: sources of module-level functions the forward or backward call, translated
+      (``def name(xp, ...)``), written before the op.
+    constants: module-level Python constants they read, name -> value source.
+    refusals: the constructs it cannot carry; non-empty means refused.
+    notes: what the report should say besides the status (e.g. how an argument was read).
+  """
+
+  name: str
+  framework: str
+  file: str
+  line: int
+  inputs: tuple[str, ...] = ()
+  params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  call_order: tuple[str, ...] = ()
+  forward_source: str = ""
+  backward_source: str = ""
+  residuals: tuple[str, ...] = ()
+  original: str = ""
+  unsupported_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  nondiff: tuple[str, ...] = ()
+  num_outputs: int = 1
+  jvp_source: str | None = None
+  helpers: tuple[str, ...] = ()
+  constants: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  refusals: list[Refusal] = dataclasses.field(default_factory=list)
+  notes: list[str] = dataclasses.field(default_factory=list)
+
+  @property
+  def refused(self) -> bool:
+    return bool(self.refusals)
+
+  def refuse(self, line: int, call: str, why: str) -> None:
+    self.refusals.append(Refusal(line, call, why))
+
+
+def is_array(value: Any) -> bool:
+  """Whether a sample value is an input (a NumPy array) rather than a parameter."""
+  return isinstance(value, np.ndarray)
+
+
+def split_arguments(names: Sequence[str], sample: Sequence[Any] | None,
+                    defaults: Mapping[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
+  """(inputs, params) of a call taking ``names``: with a sample, its NumPy arrays are
+  inputs and its Python values parameters (defaulting to the source's default, else to
+  the sample's value); without one, every argument without a Python default is an
+  input."""
+  inputs, params = [], {}
+  for i, name in enumerate(names):
+    if sample is not None and i < len(sample):
+      if is_array(sample[i]):
+        inputs.append(name)
+      else:
+        params[name] = defaults.get(name, sample[i])
+    elif name in defaults and not isinstance(defaults[name], np.ndarray):
+      params[name] = defaults[name]
+    else:
+      inputs.append(name)
+  return tuple(inputs), params
