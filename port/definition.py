@@ -39,9 +39,10 @@ class Definition:
   Attributes:
     name: the definition's name in its module ("MyFn", "my_fn"), also ``SAMPLES``' key.
     framework: "torch", "jax" or "tensorflow".
-    file, line: where it is defined.
+    file, line: where it is defined; ``backward_line``: where its backward is (0: unknown).
     inputs: names of the array arguments, in call order.
     params: the other (Python) arguments: name -> default, or `REQUIRED`.
+    sample_params: their values in the sample (what the check runs with).
     call_order: every argument name as the user-facing call takes them (inputs and params
       interleaved): the original kernel is called with them in this order.
     forward_source: ``def forward(xp, <inputs>, *, <params>): ... return outputs,
@@ -69,8 +70,10 @@ class Definition:
   framework: str
   file: str
   line: int
+  backward_line: int = 0
   inputs: tuple[str, ...] = ()
   params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  sample_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   call_order: tuple[str, ...] = ()
   forward_source: str = ""
   backward_source: str = ""
@@ -99,20 +102,22 @@ def is_array(value: Any) -> bool:
 
 
 def split_arguments(names: Sequence[str], sample: Sequence[Any] | None,
-                    defaults: Mapping[str, Any]) -> tuple[tuple[str, ...], dict[str, Any]]:
-  """(inputs, params) of a call taking ``names``: with a sample, its NumPy arrays are
-  inputs and its Python values parameters (defaulting to the source's default, else to
-  the sample's value); without one, every argument without a Python default is an
+                    defaults: Mapping[str, Any]) -> tuple[tuple[str, ...], dict[str, Any],
+                                                         dict[str, Any]]:
+  """(inputs, params, sample_params) of a call taking ``names``: with a sample, its NumPy
+  arrays are inputs and its Python values parameters (defaulting to the source's default,
+  else to the sample's value); without one, every argument without a Python default is an
   input."""
-  inputs, params = [], {}
+  inputs, params, values = [], {}, {}
   for i, name in enumerate(names):
     if sample is not None and i < len(sample):
       if is_array(sample[i]):
         inputs.append(name)
       else:
         params[name] = defaults.get(name, sample[i])
+        values[name] = sample[i]
     elif name in defaults and not isinstance(defaults[name], np.ndarray):
       params[name] = defaults[name]
     else:
       inputs.append(name)
-  return tuple(inputs), params
+  return tuple(inputs), params, values

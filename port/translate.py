@@ -279,10 +279,12 @@ class Scope:
     arrays: local names holding arrays (or values computed from them).
     fresh: array names that are the function's own results, writable in place (an
       in-place write there becomes a new binding).
-    helpers: module-level function name -> whether it may be called (translated
-      alongside): calls to them pass ``xp`` first.
+    helpers: the module's top-level functions by name (`module_functions`): one called
+      is translated too (on its first call, its parameters holding arrays where that
+      call passes them), into ``helper_sources``, and called with ``xp`` first.
     constants: module-level Python constants the function may read (name -> value text).
-    used_helpers, used_constants: those it read (the output defines them).
+    helper_sources: translated helpers, name -> source (the output defines them).
+    used_constants: the constants it read (the output defines them).
     bound: every local name (parameters included) bound so far.
     refusals: what it could not carry, in source order.
   """
@@ -290,9 +292,9 @@ class Scope:
   names: Mapping[str, str]
   arrays: set[str] = dataclasses.field(default_factory=set)
   fresh: set[str] = dataclasses.field(default_factory=set)
-  helpers: Mapping[str, bool] = dataclasses.field(default_factory=dict)
+  helpers: Mapping[str, ast.FunctionDef] = dataclasses.field(default_factory=dict)
   constants: dict[str, str] = dataclasses.field(default_factory=dict)
-  used_helpers: set[str] = dataclasses.field(default_factory=set)
+  helper_sources: dict[str, str] = dataclasses.field(default_factory=dict)
   used_constants: set[str] = dataclasses.field(default_factory=set)
   bound: set[str] = dataclasses.field(default_factory=set)
   refusals: list[Refusal] = dataclasses.field(default_factory=list)
@@ -436,6 +438,9 @@ class _Translator(ast.NodeTransformer):
   def visit_Subscript(self, node: ast.Subscript) -> ast.expr:
     value = self.expr(node.value)
     index = self.expr(node.slice)
+    if isinstance(value, ast.Tuple) and isinstance(index, ast.Constant) and isinstance(
+        index.value, int) and -len(value.elts) <= index.value < len(value.elts):
+      return value.elts[index.value]  # (a, b)[0]: a.
     if self.is_array(index) and self.is_array(value):
       return self.refuse(node, INDEXING)
     new = ast.Subscript(value, index, node.ctx)
@@ -521,10 +526,10 @@ class _Translator(ast.NodeTransformer):
   def _call_local(self, node, name, args, kwargs) -> ast.expr:
     scope = self.scope
     any_array = any(a.is_array for a in (*args, *kwargs.values()))
-    if name in scope.helpers and name not in scope.arrays:
-      if not scope.helpers[name]:
-        return self.refuse(node, f"{UNSUPPORTED}: helper {name} could not be translated")
-      scope.used_helpers.add(name)
+    if name in scope.helpers and name not in scope.bound:
+      why = _translate_helper(scope, scope.helpers[name], args, kwargs)
+      if why:
+        return self.refuse(node, why)
       new = ast.Call(ast.Name(name, ast.Load()),
                      [ast.Name("xp", ast.Load())] + [a.node for a in args],
                      [ast.keyword(k, v.node) for k, v in kwargs.items()])
@@ -626,7 +631,13 @@ class _Statements:
     array = self.tr.is_array(value)
     fresh = array and not self.tr.is_view(value)
     for target in node.targets:
-      self._bind(target, array, fresh)
+      if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(
+          target.elts) == len(value.elts) and not any(
+              isinstance(e, ast.Starred) for e in (*target.elts, *value.elts)):
+        for t, v in zip(target.elts, value.elts):  # a, b = x, 2: one by one.
+          self._bind(t, self.tr.is_array(v), not self.tr.is_view(v))
+      else:
+        self._bind(target, array, fresh)
     return [ast.Assign(node.targets, value)]
 
   def _AnnAssign(self, node: ast.AnnAssign):
@@ -743,26 +754,67 @@ class _Statements:
 
 def translate_function(node: ast.FunctionDef, scope: Scope, *, name: str,
                        params: Sequence[str], keyword_params: Mapping[str, str] | None = None,
-                       body: Sequence[ast.stmt] | None = None) -> str:
+                       body: Sequence[ast.stmt] | None = None,
+                       optional: Mapping[str, str] | None = None,
+                       preamble: Sequence[str] = ()) -> str:
   """``def name(xp, *params, *, **keyword_params): <body translated>`` as source text.
 
-  ``params`` are the positional parameters after ``xp``; ``keyword_params`` maps the
-  keyword-only ones to their default's source; ``body`` replaces ``node.body`` (a
-  framework's source module passes its protocol-free rewrite). Refusals go to
+  ``params`` are the positional parameters after ``xp`` (then ``optional`` ones, name ->
+  default source); ``keyword_params`` maps the keyword-only ones to their default's
+  source; ``body`` replaces ``node.body`` (a framework's source module passes its
+  protocol-free rewrite); ``preamble`` lines go first as they are (the source module's
+  unpacking of its protocol, whose names it put in ``scope``). Refusals go to
   ``scope.refusals``.
   """
   keyword_params = dict(keyword_params or {})
-  scope.bound |= {"xp", *params, *keyword_params}
+  optional = dict(optional or {})
+  scope.bound |= {"xp", *params, *optional, *keyword_params}
   statements = _Statements(scope)
-  new_body = statements.block(node.body if body is None else body)
+  new_body = [s for line in preamble for s in ast.parse(line).body]
+  new_body += statements.block(node.body if body is None else body)
   args = ast.arguments(
-      posonlyargs=[], args=[ast.arg("xp")] + [ast.arg(p) for p in params],
+      posonlyargs=[], args=[ast.arg(p) for p in ("xp", *params, *optional)],
       kwonlyargs=[ast.arg(k) for k in keyword_params],
       kw_defaults=[ast.parse(v, mode="eval").body for v in keyword_params.values()],
-      defaults=[], vararg=None, kwarg=None)
+      defaults=[ast.parse(v, mode="eval").body for v in optional.values()], vararg=None,
+      kwarg=None)
   fn = ast.FunctionDef(name=name, args=args, body=new_body, decorator_list=[], returns=None)
   ast.fix_missing_locations(fn)
   return ast.unparse(fn)
+
+
+def module_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+  """The module's top-level functions without decorators (those a definition may call)."""
+  return {n.name: n for n in tree.body
+          if isinstance(n, ast.FunctionDef) and not n.decorator_list}
+
+
+def _translate_helper(scope: Scope, fn: ast.FunctionDef, args: Sequence[Arg],
+                      kwargs: Mapping[str, Arg]) -> str | None:
+  """Translates helper ``fn`` into ``scope.helper_sources`` (once); why not, or None."""
+  if fn.name in scope.helper_sources:
+    return None
+  a = fn.args
+  if a.vararg or a.kwarg or a.posonlyargs or a.kwonlyargs:
+    return f"{UNSUPPORTED}: helper {fn.name} takes *args, **kwargs or keyword-only arguments"
+  params = [p.arg for p in a.args]
+  try:
+    bound = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                               for p in params]).bind_partial(*args, **kwargs).arguments
+  except TypeError as e:
+    return f"{UNSUPPORTED}: call of helper {fn.name}: {e}"
+  arrays = {p for p, arg in bound.items() if arg.is_array}
+  child = Scope(scope.table, scope.names, arrays=arrays, helpers=scope.helpers,
+                constants=scope.constants, helper_sources=scope.helper_sources)
+  defaults = [ast.unparse(d) for d in a.defaults]
+  positional = params[:len(params) - len(defaults)]
+  scope.helper_sources[fn.name] = ""  # Recursion stops here.
+  source = translate_function(fn, child, name=fn.name, params=positional,
+                              optional=dict(zip(params[len(positional):], defaults)))
+  scope.helper_sources[fn.name] = source
+  scope.used_constants |= child.used_constants
+  scope.refusals += child.refusals
+  return None
 
 
 def module_constants(tree: ast.Module, module: Any) -> dict[str, str]:
