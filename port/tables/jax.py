@@ -30,6 +30,18 @@ def _binary(template: str, spec: str = "x, y, /", examples=("x, y", "x, 2.0")) -
   return entry(spec, template, examples=examples)
 
 
+def _function2(xp_name: str, examples) -> Entry:
+  """An xp function of two arrays; a Python number becomes an array of the other's
+  dtype (not every backend's xp takes scalars there)."""
+  def render(x: Arg, y: Arg) -> str:
+    if not x.is_array and y.is_array:
+      x = Arg(f"xp.asarray({x}, dtype={y}.dtype)")
+    elif not y.is_array and x.is_array:
+      y = Arg(f"xp.asarray({y}, dtype={x}.dtype)")
+    return f"xp.{xp_name}({x}, {y})"
+  return entry("x, y, /", render, examples=examples)
+
+
 def _reduction(xp_name: str, examples=("x", "x, 1", "x, axis=0, keepdims=True",
                                         "x, (0, 1)")) -> Entry:
   def render(a: Arg, axis: Arg, dtype: Arg, out: Arg, keepdims: Arg) -> str:
@@ -178,8 +190,8 @@ _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
 
 NUMPY: dict[str, Entry] = {
     **{k: _unary(v) for k, v in _UNARY.items()},
-    **{k: _binary(f"xp.{v}({{x}}, {{y}})", examples=(
-        ("m, m",) if v.startswith("logical") else ("x, y", "x, 0.5")))
+    **{k: _function2(v, ("m, m",) if v.startswith("logical") else ("x, y", "x, 0.5",
+                                                                     "0.5, y"))
        for k, v in _BINARY.items()},
     **{k: _binary(f"({{x}} {v} {{y}})") for k, v in _OPERATORS.items()},
     "power": _binary("({x} ** {y})", examples=("p, q", "p, 2")),
