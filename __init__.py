@@ -48,6 +48,7 @@ __all__ = (
     "keras",
     "names",
     "numpy",
+    "port",
     "register",
     "register_kernel",
     "tensorflow",
@@ -91,6 +92,8 @@ def _load(name: str):
 
 
 def __getattr__(name: str):
+  if name == "port":  # crossgrad.port(obj): the porting tool, callable (docs/porting.md).
+    return importlib.import_module("crossgrad.port")
   if name not in _LAZY:
     raise AttributeError(f"module 'crossgrad' has no attribute {name!r}")
   compiler = _torch_compiler()
@@ -110,4 +113,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-  return sorted(set(globals()) | set(_LAZY))
+  return sorted(set(globals()) | set(_LAZY) | {"port"})

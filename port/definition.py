@@ -12,12 +12,17 @@ written for it. `crossgrad.port.emit` turns the rest into ``cg.OpDef`` code.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
 REQUIRED = object()  # A parameter without a default (its value comes from the sample).
+# A --samples file's SAMPLES and GRADIENTS, over the source module's own (`samples_from`).
+_EXTRA: contextvars.ContextVar[Any] = contextvars.ContextVar("crossgrad_port_samples",
+                                                             default=None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,3 +126,25 @@ def split_arguments(names: Sequence[str], sample: Sequence[Any] | None,
     else:
       inputs.append(name)
   return tuple(inputs), params, values
+
+
+def samples(module: Any) -> Mapping[str, Any]:
+  """``SAMPLES`` of the source module, with a ``--samples`` file's entries over them."""
+  return {**(getattr(module, "SAMPLES", None) or {}),
+          **(getattr(_EXTRA.get(), "SAMPLES", None) or {})}
+
+
+def gradients(module: Any) -> Mapping[str, str]:
+  """``GRADIENTS`` of the source module, with a ``--samples`` file's entries over them."""
+  return {**(getattr(module, "GRADIENTS", None) or {}),
+          **(getattr(_EXTRA.get(), "GRADIENTS", None) or {})}
+
+
+@contextlib.contextmanager
+def samples_from(module: Any) -> Iterator[None]:
+  """Within the block, `samples` and `gradients` read ``module``'s dicts first."""
+  token = _EXTRA.set(module)
+  try:
+    yield
+  finally:
+    _EXTRA.reset(token)

@@ -19,8 +19,8 @@ from crossgrad.port.definition import REQUIRED, Definition
 ORIGINAL = "original"  # The original's kernel name.
 _HEADER = '''"""crossgrad ports of the custom gradients in {file} (crossgrad-port).
 
-Written by crossgrad-port from {file}: yours to edit. Importing this file registers each
-op and, as its {frameworks} kernel {original!r}, the definition it was ported from, so
+Written by crossgrad-port; yours to edit. Importing this file registers each op and, as
+its {frameworks} kernel {original!r}, the definition it was ported from, so
 
   python -m crossgrad.check --module={module}
 
@@ -37,7 +37,7 @@ from crossgrad.checker import selection
 
 
 def _module(path):
-  """The module at ``path`` (next to this file): the one already imported, else loaded."""
+  """The module at ``path`` (relative to this file): the one already imported, else loaded."""
   path = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), path))
   return next((m for m in list(sys.modules.values())
                if getattr(m, "__file__", None) == path), None) or selection.load_module(path)
@@ -58,6 +58,13 @@ def _sample(samples, name, positions):
 source = _module({source!r})
 SAMPLES = {samples}
 '''
+
+
+def _relative(path: str, here: str) -> str:
+  """``path`` relative to folder ``here`` where that stays near (the output beside its
+  source), else absolute."""
+  rel = os.path.relpath(os.path.abspath(path), here)
+  return os.path.abspath(path) if rel.startswith(os.path.join(os.pardir, os.pardir)) else rel
 
 
 def op_name(stem: str, d: Definition) -> str:
@@ -81,9 +88,9 @@ def module_text(definitions: Sequence[Definition], *, source_path: str, out_path
   ``gradients``: the `OpDef` gradient kind of each by name."""
   here = os.path.dirname(os.path.abspath(out_path))
   stem = os.path.splitext(os.path.basename(source_path))[0]
-  rel = os.path.relpath(os.path.abspath(source_path), here)
+  rel = _relative(source_path, here)
   samples = ("source.__dict__.get('SAMPLES', {})" if samples_path is None
-             else f"_module({os.path.relpath(os.path.abspath(samples_path), here)!r}).SAMPLES")
+             else f"_module({_relative(samples_path, here)!r}).SAMPLES")
   kept = [d for d in definitions if not d.refused]
   frameworks = "/".join(sorted({d.framework for d in kept})) or "framework's"
   parts = [_HEADER.format(file=os.path.basename(source_path), frameworks=frameworks,

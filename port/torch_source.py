@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from crossgrad.port import translate
+from crossgrad.port import definition, translate
 from crossgrad.port.definition import REQUIRED, Definition, split_arguments
 from crossgrad.port.tables.torch import TABLE
 
@@ -48,7 +48,7 @@ def find(tree: ast.Module, module: Any, path: str) -> list[Definition]:
 
 def sample_of(module: Any, name: str) -> tuple | None:
   """The module's ``SAMPLES[name]`` drawn once (seed 0), or None."""
-  samples = getattr(module, "SAMPLES", None) or {}
+  samples = definition.samples(module)
   if name not in samples:
     return None
   return tuple(samples[name](np.random.default_rng(0)))
@@ -147,7 +147,8 @@ class _Port:
     residuals = "(" + ("*_saved, " if n_saved else "") + "".join(
         f"_ctx_{a}, " for a in self.attrs) + ")"
     body = _ReturnWithResiduals(residuals).visit_block(body)
-    if n_saved:
+    if n_saved and not any(isinstance(s, ast.Assign) and ast.unparse(s.targets[0]) == "_saved"
+                           for s in body):  # Saved on a branch: nothing saved elsewhere.
       body.insert(0, ast.copy_location(ast.parse("_saved = ()").body[0], forward))
     scope = self._scope(arrays=set(d.inputs))
     d.forward_source = translate.translate_function(
@@ -218,7 +219,7 @@ class _Port:
       preamble.append(f"_saved = residuals[:{n_saved}]")
     if self.attrs:
       preamble.append("".join(f"_ctx_{a}, " for a in self.attrs)
-                      + f"= residuals[{n_saved}:]")
+                      + (f"= residuals[{n_saved}:]" if n_saved else "= residuals"))
     n_out = d.num_outputs
     if args.vararg:
       preamble.append(f"{args.vararg.arg} = {'(g,)' if n_out == 1 else 'g'}")
