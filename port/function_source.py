@@ -10,13 +10,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from crossgrad.port import translate
+from crossgrad.port import definition, translate
 from crossgrad.port.definition import REQUIRED, Definition, split_arguments
 
 
 def sample_of(module: Any, name: str) -> tuple | None:
   """The module's ``SAMPLES[name]`` drawn once (seed 0), or None."""
-  samples = getattr(module, "SAMPLES", None) or {}
+  samples = definition.samples(module)  # A --samples file's entries first.
   if name not in samples:
     return None
   return tuple(samples[name](np.random.default_rng(0)))

@@ -82,6 +82,23 @@ clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
 
 
 @jax.custom_vjp
+def round_ste(x):
+  """Rounding with a straight-through backward (the cotangent passes unchanged)."""
+  return jnp.round(x)
+
+
+def round_ste_fwd(x):
+  return jnp.round(x), None
+
+
+def round_ste_bwd(_, g):
+  return (g,)
+
+
+round_ste.defvjp(round_ste_fwd, round_ste_bwd)
+
+
+@jax.custom_vjp
 def scaled_tanh(x):
   """1.7159 * tanh(2x / 3); its backward forgets the square of tanh (a real bug)."""
   return 1.7159 * jnp.tanh(x * (2.0 / 3.0))
@@ -127,10 +144,11 @@ SAMPLES = {
                                      np.abs(_floats(rng, 2, 5)) + 0.5),
     "leaky_relu": lambda rng: (_floats(rng, 4, 3), 0.1),
     "clip_gradient": lambda rng: (-0.5, 0.5, _floats(rng, 6)),
+    "round_ste": lambda rng: (_floats(rng, 2, 4) * 3,),
     "scaled_tanh": lambda rng: (_floats(rng, 3, 3),),
     "noisy_sign": lambda rng: (_floats(rng, 4), jax.random.PRNGKey(0)),
 }
 GRADIENTS = {
     "log1pexp": "exact", "weighted_sq_dist": "exact", "leaky_relu": "exact",
-    "clip_gradient": "surrogate", "scaled_tanh": "exact",
+    "clip_gradient": "surrogate", "round_ste": "surrogate", "scaled_tanh": "exact",
 }
