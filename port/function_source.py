@@ -51,7 +51,7 @@ def arguments(d: Definition, fn: ast.FunctionDef, sample: tuple | None) -> list[
 def count_outputs(d: Definition, call: Callable[..., Any], sample: tuple | None,
                   convert: Callable[[np.ndarray], Any]) -> None:
   """Runs the original once on its sample: ``d.num_outputs`` from what it returns."""
-  if sample is None:
+  if sample is None or call is None:
     return
   try:
     out = call(*[convert(a) if isinstance(a, np.ndarray) else a for a in sample])

@@ -119,7 +119,7 @@ class _Port:
                "there; pass them as ordinary arguments")
       return d
     import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-    fs.count_outputs(d, getattr(self.module, d.name), sample, jnp.asarray)
+    fs.count_outputs(d, getattr(self.module, d.name, None), sample, jnp.asarray)
     if d.refused:
       return d
     if self.kind == "vjp":

@@ -71,7 +71,7 @@ class _Port:
     if names is None:
       return d
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    fs.count_outputs(d, getattr(self.module, d.name), sample, tf.constant)
+    fs.count_outputs(d, getattr(self.module, d.name, None), sample, tf.constant)
     if d.refused:
       return d
     residuals = self._residuals(grad, names)
