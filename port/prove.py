@@ -75,11 +75,13 @@ def gradient_kind(declared: str | None) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class CheckSettings:
-  """What each port's check covers: ``modes`` None means eager and `COMPILED`."""
+  """What each port's check covers: ``modes`` None means eager and `COMPILED`; ``impls``
+  None means the port and the original (`cg.cross_check`'s ``impls``)."""
   backends: Sequence[str] | None = None
   modes: Sequence[str] | None = None
   dtypes: Sequence[str] = ("float32", "float64")
   seed: int = 0
+  impls: Sequence[str] | None = None
 
 
 def prove(definitions: Sequence[Definition], *, source_path: str, out_dir: str,
@@ -181,7 +183,8 @@ def _culprit(kept: Sequence[Definition], error: Exception, stem: str) -> Definit
 def _check(op: str, framework: str, settings: CheckSettings):
   modes = settings.modes or ("eager", COMPILED[framework])
   report = cg.cross_check([op], backends=settings.backends or [framework], modes=modes,
-                          dtypes=settings.dtypes, seed=settings.seed, special=False)
+                          dtypes=settings.dtypes, seed=settings.seed, special=False,
+                          impls=settings.impls)
   return causes.diagnose(report, selection.ops([op]), seed=settings.seed)
 
 

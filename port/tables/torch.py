@@ -444,7 +444,7 @@ METHODS: dict[str, Entry] = {
                    examples=("x", "i", "m")),
     "ndim": entry("input", "{input}.ndim", returns=PYTHON, attribute=True, examples=("x",)),
     "T": entry("input", "xp.permute_dims({input}, tuple(range({input}.ndim))[::-1])",
-               returns=VIEW, attribute=True, examples=("x", "b")),
+               returns=VIEW, attribute=True, examples=("x",)),
     "mT": entry("input", "xp.matrix_transpose({input})", returns=VIEW, attribute=True,
                 examples=("x", "b")),
     "data": entry("input", "{input}", returns=VIEW, attribute=True, examples=("x",)),
