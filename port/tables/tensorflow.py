@@ -171,8 +171,10 @@ OWN: dict[str, Entry] = {
     "identity": entry("input, name=None", "{input}", returns=VIEW, examples=("x",)),
     "clip_by_value": entry("t, clip_value_min, clip_value_max, name=None", _CLIP,
                            examples=("x, -0.5, 0.5", "x, y, 1.0")),
-    "cast": entry("x, dtype, name=None", "xp.astype({x}, {dtype})",
-                  examples=("i, tensorflow.float32", "x, tensorflow.float64")),
+    "cast": entry("x, dtype, name=None", lambda x, dtype, name: f"xp.astype({x}, {dtype})"
+                  if x.is_array else f"xp.asarray({x}, dtype={dtype})",
+                  examples=("i, tensorflow.float32", "x, tensorflow.float64",
+                            "2.5, x.dtype")),
     "shape": entry("input, out_type=None, name=None", "{input}.shape", returns=PYTHON,
                    examples=("x",)),
     "rank": entry("input, name=None", "{input}.ndim", returns=PYTHON, examples=("x",)),

@@ -27,7 +27,7 @@ def bilinear(x, y):
 def reverse_gradient(x, scale=1.0):
   """Identity forward, the cotangent negated and scaled (gradient reversal, a surrogate)."""
   def grad(dy):
-    return tf.negative(dy) * scale, None
+    return tf.negative(dy) * tf.cast(scale, dy.dtype), None
 
   return tf.identity(x), grad
 
