@@ -79,10 +79,37 @@ def undecorated(fn: ast.FunctionDef) -> ast.FunctionDef:
   return new
 
 
-def scope(table: translate.Table, names, arrays, helpers, constants,
-          helper_sources) -> translate.Scope:
-  return translate.Scope(table, names, arrays=set(arrays), helpers=helpers,
-                         constants=dict(constants), helper_sources=helper_sources)
+class Translation:
+  """A definition's functions translated with one table, helpers and constants shared."""
+
+  def __init__(self, d: Definition, table: translate.Table, tree: ast.Module, module: Any,
+               names, helpers: dict[str, ast.FunctionDef]):
+    self.d, self.table, self.names, self.helpers = d, table, names, helpers
+    self.constants = translate.module_constants(tree, module)
+    self.helper_sources: dict[str, str] = {}
+    self.used_constants: set[str] = set()
+
+  def function(self, fn: ast.FunctionDef, arrays, name: str, params, body,
+               preamble=()) -> tuple[str, translate.Scope]:
+    """``def name(xp, *params, *, <d's params>)`` with ``preamble`` lines, then ``body``
+    translated; its source and scope (refusals go to ``d``)."""
+    scope = translate.Scope(self.table, self.names, arrays=set(arrays), helpers=self.helpers,
+                            constants=dict(self.constants),
+                            helper_sources=self.helper_sources)
+    scope.bound |= {n.id for line in preamble for n in ast.walk(ast.parse(line))
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    source = translate.translate_function(fn, scope, name=name, params=params,
+                                          keyword_params=keywords(self.d), body=body,
+                                          preamble=preamble)
+    self.d.refusals += scope.refusals
+    self.used_constants |= scope.used_constants
+    return source, scope
+
+  def finish(self) -> Definition:
+    """``d`` with the helpers and constants its functions used."""
+    self.d.helpers = tuple(s for s in self.helper_sources.values() if s)
+    self.d.constants = {k: self.constants[k] for k in sorted(self.used_constants)}
+    return self.d
 
 
 class Returns(ast.NodeTransformer):

@@ -95,10 +95,8 @@ class _Port:
     self.module, self.names = module, names
     self.d = Definition(name=node.name, framework=FRAMEWORK, file=path, line=node.lineno,
                         original=node.name)
-    self.constants = translate.module_constants(tree, module)
-    self.helpers = {**translate.module_functions(tree), node.name: fs.undecorated(node)}
-    self.helper_sources: dict[str, str] = {}
-    self.used_constants: set[str] = set()
+    self.tr = fs.Translation(self.d, TABLE, tree, module, names, {
+        **translate.module_functions(tree), node.name: fs.undecorated(node)})
 
   def definition(self) -> Definition:
     d = self.d
@@ -127,25 +125,11 @@ class _Port:
       d.unsupported_modes = {"jvp": NO_FORWARD_MODE}
     else:
       self._jvp(names)
-    d.helpers = tuple(s for s in self.helper_sources.values() if s)
-    d.constants = {k: self.constants[k] for k in sorted(self.used_constants)}
-    return d
-
-  def _scope(self, arrays) -> translate.Scope:
-    return fs.scope(TABLE, self.names, arrays, self.helpers, self.constants,
-                    self.helper_sources)
+    return self.tr.finish()
 
   def _translate(self, fn: ast.FunctionDef, arrays, name: str, params, body,
                  preamble=()) -> str:
-    scope = self._scope(arrays)
-    scope.bound |= {n.id for line in preamble for n in ast.walk(ast.parse(line))
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    source = translate.translate_function(fn, scope, name=name, params=params,
-                                          keyword_params=fs.keywords(self.d), body=body,
-                                          preamble=preamble)
-    self.d.refusals += scope.refusals
-    self.used_constants |= scope.used_constants
-    return source
+    return self.tr.function(fn, arrays, name, params, body, preamble)[0]
 
   # custom_vjp.
 
@@ -266,8 +250,9 @@ class _Transpose:
       parts = [f"g * {c}" if c else "g" for t, c in terms if by_tangent.get(t) == name]
       cotangents.append(f"xp.unbroadcast({' + '.join(parts)}, {name})" if parts
                         else f"xp.zeros_like({name})")
-    ret = ast.Return(fs.expr("(" + "".join(f"{c}, " for c in cotangents) + ")"))
-    return kept + [ast.fix_missing_locations(ast.copy_location(ret, out))]
+    ret = ast.fix_missing_locations(ast.copy_location(ast.Return(fs.expr(
+        "(" + "".join(f"{c}, " for c in cotangents) + ")")), out))
+    return _live(kept, ret) + [ret]
 
   def _statement(self, stmt: ast.stmt) -> list[ast.stmt]:
     """A statement before the return: kept, or (where it reads tangents) recorded."""
@@ -330,6 +315,22 @@ class _Transpose:
         return [(t, _times(c, f"(1.0 / ({ast.unparse(node.right)}))"))
                 for t, c in self._terms(node.left)]
     raise _NotLinear(node)
+
+
+def _live(statements: list[ast.stmt], end: ast.stmt) -> list[ast.stmt]:
+  """``statements`` without the assignments nothing after them reads (the rule's
+  ``primal_out = f(x)``: the backward needs only the coefficients)."""
+  needed = {n.id for n in ast.walk(end) if isinstance(n, ast.Name)}
+  kept = []
+  for stmt in reversed(statements):
+    stored = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+              and isinstance(n.ctx, ast.Store)}
+    if isinstance(stmt, ast.Assign) and stored and not stored & needed:
+      continue
+    needed |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+               and isinstance(n.ctx, ast.Load)}
+    kept.append(stmt)
+  return kept[::-1]
 
 
 def _times(coefficient: str | None, factor: str | None) -> str | None:

@@ -52,10 +52,8 @@ class _Port:
     self.node, self.module, self.names = node, module, names
     self.d = Definition(name=node.name, framework=FRAMEWORK, file=path, line=node.lineno,
                         original=node.name)
-    self.constants = translate.module_constants(tree, module)
-    self.helpers = translate.module_functions(tree)
-    self.helper_sources: dict[str, str] = {}
-    self.used_constants: set[str] = set()
+    self.tr = fs.Translation(self.d, TABLE, tree, module, names,
+                             translate.module_functions(tree))
 
   def definition(self) -> Definition:
     d, node = self.d, self.node
@@ -88,9 +86,7 @@ class _Port:
                "residuals")
     d.residuals = tuple(residuals)
     self._backward(grad, residuals, names)
-    d.helpers = tuple(s for s in self.helper_sources.values() if s)
-    d.constants = {k: self.constants[k] for k in sorted(self.used_constants)}
-    return d
+    return self.tr.finish()
 
   def _grad_and_return(self):
     """The nested grad function and the final ``return y, grad`` (None: refused)."""
@@ -155,14 +151,6 @@ class _Port:
     d.backward_line = grad.lineno
 
   def _translate(self, fn, arrays, name, params, body, preamble, field) -> translate.Scope:
-    scope = fs.scope(TABLE, self.names, arrays, self.helpers, self.constants,
-                     self.helper_sources)
-    scope.bound |= {n.id for line in preamble for n in ast.walk(ast.parse(line))
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    source = translate.translate_function(fn, scope, name=name, params=params,
-                                          keyword_params=fs.keywords(self.d), body=body,
-                                          preamble=preamble)
+    source, scope = self.tr.function(fn, arrays, name, params, body, preamble)
     setattr(self.d, f"{field}_source", source)
-    self.d.refusals += scope.refusals
-    self.used_constants |= scope.used_constants
     return scope
