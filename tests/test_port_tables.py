@@ -8,6 +8,8 @@ turns the check red.
 """
 
 import math
+import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -103,3 +105,21 @@ def test_a_planted_wrong_default_turns_red():
   wrong = translate.Table(table.framework, table.roots, planted, constants=table.constants)
   with pytest.raises(AssertionError, match="shape"):
     check_entry("torch", wrong, "Tensor.sum")
+
+
+def _documented(row_label: str) -> set[str]:
+  page = pathlib.Path(__file__).resolve().parent.parent / "docs" / "porting.md"
+  row = next(line for line in page.read_text().splitlines()
+             if line.startswith(f"| {row_label} |"))
+  return set(re.findall(r"`([A-Za-z_0-9]+)`", row.split("|")[2]))
+
+
+def test_the_docs_list_every_torch_entry():
+  names = {"torch": set(), "Tensor": set(), "torch.nn.functional": set()}
+  for key, e in torch_table.TABLE.entries.items():
+    if e.examples:  # Entries that refuse are not supported calls.
+      group, _, name = key.rpartition(".")
+      names[group].add(name)
+  assert _documented("`torch`") == names["torch"]
+  assert _documented("Tensor methods and attributes") - {"mul_"} == names["Tensor"]
+  assert _documented("`torch.nn.functional`") == names["torch.nn.functional"]
