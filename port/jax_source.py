@@ -198,8 +198,10 @@ class _Port:
     transposed = transpose.body()
     if transposed is None:
       return
-    preamble = ["(" + "".join(f"{n}, " for n in inputs) + ") = residuals",
-                f"{transpose.primals} = (" + "".join(f"{n}, " for n in names) + ")"]
+    preamble = ["(" + "".join(f"{n}, " for n in inputs) + ") = residuals"]
+    if any(isinstance(n, ast.Name) and n.id == transpose.primals
+           for s in transposed for n in ast.walk(s)):
+      preamble.append(f"{transpose.primals} = (" + "".join(f"{n}, " for n in names) + ")")
     d.backward_source = self._translate(
         rule, set(inputs) | {"g", "residuals", transpose.primals}, "backward",
         ["residuals", "g"], transposed, preamble)
@@ -257,6 +259,8 @@ class _Transpose:
   def _statement(self, stmt: ast.stmt) -> list[ast.stmt]:
     """A statement before the return: kept, or (where it reads tangents) recorded."""
     reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    if self._unpacks_primals(stmt):
+      return []  # `x, y = primals`: the backward has them by these names already.
     if not reads & ({self.tangents_arg} | set(self.tangents) | set(self.defs)):
       return [stmt]
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
@@ -272,6 +276,8 @@ class _Transpose:
                   and all(isinstance(e, ast.Name) for e in t.elts)):
             break
           self.tangents = [e.id for e in t.elts]
+        elif self._unpacks_primals(ast.Assign([t], v)):
+          continue
         elif not read & ({self.tangents_arg} | set(self.tangents) | set(self.defs)):
           kept.append(ast.fix_missing_locations(ast.copy_location(ast.Assign([t], v), stmt)))
         elif isinstance(t, ast.Name) and self.tangents_arg not in read:
@@ -282,6 +288,14 @@ class _Transpose:
         return kept
     self.d.refuse(stmt.lineno, ast.unparse(stmt).splitlines()[0][:120], NOT_LINEAR)
     return []
+
+  def _unpacks_primals(self, stmt: ast.stmt) -> bool:
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+      return False
+    t, v = stmt.targets[0], stmt.value
+    return (isinstance(v, ast.Name) and v.id == self.primals
+            and isinstance(t, (ast.Tuple, ast.List))
+            and [ast.unparse(e) for e in t.elts] == self.names)
 
   def _substituted(self, node: ast.expr) -> ast.expr:
     defs = self.defs
