@@ -144,12 +144,15 @@ def _op_text(d: Definition, stem: str, gradient: str) -> str:
 
 def write(definitions: Sequence[Definition], *, source_path: str, out_dir: str,
           gradients: Mapping[str, str], samples_path: str | None = None) -> str | None:
-  """Writes ``out_dir/<stem>_xp.py`` (where a definition was not refused); its path."""
-  if not any(not d.refused for d in definitions):
-    return None
+  """Writes ``out_dir/<stem>_xp.py`` (where a definition was not refused); its path. With
+  nothing to write, a file of that name from an earlier run is removed."""
   stem = os.path.splitext(os.path.basename(source_path))[0]
-  os.makedirs(out_dir, exist_ok=True)
   path = os.path.join(out_dir, f"{stem}_xp.py")
+  if not any(not d.refused for d in definitions):
+    if os.path.exists(path):
+      os.remove(path)
+    return None
+  os.makedirs(out_dir, exist_ok=True)
   text = module_text(definitions, source_path=source_path, out_path=path,
                      gradients=gradients, samples_path=samples_path)
   with open(path, "w", encoding="utf-8") as f:

@@ -113,11 +113,24 @@ def prove(definitions: Sequence[Definition], *, source_path: str, out_dir: str,
     pending = again
     if not pending:
       break
+  for name in pending:  # Still undecided after the last round: never called ported.
+    results[name].status = REFUSED
+    results[name].reasons = [{"line": results[name].definition.line, "call": name,
+                              "why": "its check did not settle (rows still failing)"}]
+  failed = [d for d in live if results[d.name].status == REFUSED]
+  if failed:  # Written for their check, refused by it: the module is written without them.
+    for d in failed:
+      if emit.op_name(stem, d) in cg.names():
+        cg.unregister(emit.op_name(stem, d))
+    path = _written(live, results, source_path, out_dir, kinds, samples_path)
   for d in live:
     result = results[d.name]
     if result.status != REFUSED:
       result.op, result.module, result.gradient = emit.op_name(stem, d), path, kinds[d.name]
       result.reasons = notes[d.name] + result.reasons
+  for result in results.values():
+    d = result.definition
+    result.reasons += [{"line": d.line, "call": d.original, "why": n} for n in d.notes]
   share = (time.perf_counter() - start - sum(r.seconds for r in results.values())) / max(
       len(definitions), 1)
   for result in results.values():
@@ -198,6 +211,13 @@ def _judge(result: Result, d: Definition, report) -> None:
   if all(r.impl == emit.ORIGINAL and r.check in (Check.JVP, Check.SECOND_ORDER)
          for r in failing):
     result.status, result.reasons = _ORIGINAL_HIGHER, []
+    return
+  unchecked = [r for r in failing if r.check in (Check.SAMPLE, Check.REFERENCE)]
+  if unchecked:  # No sample, or the port's NumPy reference raised on it.
+    r = unchecked[0]
+    result.status = REFUSED
+    result.reasons = [{"line": d.line, "call": d.original,
+                       "why": f"the check could not run ({r.check} row): {r.note}"[:400]}]
     return
   differs = [r for r in failing if r.check not in _FROM_BACKWARD]
   if differs:

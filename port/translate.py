@@ -145,12 +145,6 @@ class Entry:
       return self.template(**values)
     return self.template.format(**{k: _paren(v.src) for k, v in values.items()})
 
-  def render_names(self, *args: str, **kwargs: str) -> str:
-    """The text for arguments given as source (tests: names of example arrays)."""
-    def arg(src):
-      return Arg(src, src in EXAMPLE_SHAPES, True, ast.parse(src, mode="eval").body)
-    return self.render([arg(a) for a in args], {k: arg(v) for k, v in kwargs.items()})
-
 
 def _signature(spec: str) -> inspect.Signature:
   namespace: dict[str, Any] = {}

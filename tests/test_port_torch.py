@@ -28,7 +28,7 @@ EXPECTED = {
     "ScaledTanh": "ported", "RMSNorm": "ported", "SoftmaxCrossEntropy": "ported",
     "TopOne": "ported", "GatedLinear": "ported", "SmoothClip": "ported",
     "RoundSTE": "ported", "LogCosh": "original_wrong", "ReverseGrad": "ported",
-    "NoisyRelu": "refused", "SignFlip": "refused"}
+    "NoisyRelu": "refused", "SignFlip": "refused", "Unsampled": "refused"}
 
 
 def _unregister(results):
@@ -102,6 +102,14 @@ def test_refusals_name_line_call_and_reason(ported):
   assert ported["NoisyRelu"].op is None
 
 
+def test_without_a_sample_nothing_is_proved(ported):
+  whys = [r["why"] for r in ported["Unsampled"].reasons]
+  assert whys[0].startswith("the check could not run (sample row)")
+  assert "SAMPLES['Unsampled']" in whys[0]
+  assert any("no SAMPLES entry" in w for w in whys)
+  assert "torch_refused.Unsampled" not in cg.names()  # Refused: not written, not registered.
+
+
 def test_the_report_has_the_issue_format(ported, tmp_path):
   results = list(ported.values())
   report.write(results, str(tmp_path / "R.json"))
@@ -109,8 +117,7 @@ def test_the_report_has_the_issue_format(ported, tmp_path):
   keys = {"name", "framework", "file", "line", "status", "op", "module", "reasons",
           "seconds"}
   assert all(keys <= set(d) for d in data["definitions"])
-  assert "11 definitions: 9 ported, 1 original_wrong, 1 refused" not in report.summary(results)
-  assert report.summary(results) == "11 definitions: 8 ported, 1 original_wrong, 2 refused"
+  assert report.summary(results) == "12 definitions: 8 ported, 1 original_wrong, 3 refused"
 
 
 def test_the_written_module_is_general_in_shapes(ported):
