@@ -280,7 +280,8 @@ LAX_ENTRIES: dict[str, Entry] = {
     **{k: _binary(t, "x, y") for k, t in {
         "add": "({x} + {y})", "sub": "({x} - {y})", "mul": "({x} * {y})",
         "div": "({x} / {y})", "max": "xp.maximum({x}, {y})",
-        "min": "xp.minimum({x}, {y})", "pow": "({x} ** {y})"}.items()},
+        "min": "xp.minimum({x}, {y})"}.items()},
+    "pow": _binary("({x} ** {y})", "x, y", examples=("p, q", "x, 2.0")),
     "integer_pow": entry("x, y", "({x} ** {y})", examples=("x, 2", "x, 3")),
     "select": entry("pred, on_true, on_false", "xp.where({pred}, {on_true}, {on_false})",
                     examples=("m, x, y",)),
