@@ -26,7 +26,7 @@ FILES = ["torch_layers.py", "torch_estimators.py", "torch_refused.py"]
 EAGER = CheckSettings(modes=("eager",), dtypes=("float64",))
 EXPECTED = {
     "ScaledTanh": "ported", "RMSNorm": "ported", "SoftmaxCrossEntropy": "ported",
-    "TopOne": "ported", "GatedLinear": "ported", "SmoothClip": "ported",
+    "TopOne": "ported", "GatedLinear": "ported", "SmoothClip": "ported", "Affine": "ported",
     "RoundSTE": "ported", "LogCosh": "original_wrong", "ReverseGrad": "ported",
     "NoisyRelu": "refused", "SignFlip": "refused", "Unsampled": "refused"}
 
@@ -68,6 +68,9 @@ def test_constructs_are_carried(ported):
   assert "vmap" in layers["ScaledTanh"].unsupported_modes  # no setup_context: no torch.func
   assert "if mode == 'soft'" in layers["SmoothClip"].forward_source  # Python flow kept
   assert "xp.where(" in layers["SmoothClip"].backward_source  # grad_in[mask] = 0
+  affine = ported["Affine"].definition
+  assert "out = out + bias" in affine.forward_source  # += on its own result
+  assert "if bias is not None:" in affine.forward_source and not affine.nondiff
 
 
 def test_saved_intermediates_make_the_original_second_order_unsupported(ported):
@@ -117,7 +120,7 @@ def test_the_report_has_the_issue_format(ported, tmp_path):
   keys = {"name", "framework", "file", "line", "status", "op", "module", "reasons",
           "seconds"}
   assert all(keys <= set(d) for d in data["definitions"])
-  assert report.summary(results) == "12 definitions: 8 ported, 1 original_wrong, 3 refused"
+  assert report.summary(results) == "13 definitions: 9 ported, 1 original_wrong, 3 refused"
 
 
 def test_the_written_module_is_general_in_shapes(ported):

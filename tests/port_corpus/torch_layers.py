@@ -137,6 +137,31 @@ class SmoothClip(Function):
     return grad_in, None, None
 
 
+class Affine(Function):
+  """x @ weight (+ bias): an optional input tested with `is not None`, gradients computed
+  only where needed, an output updated in place."""
+
+  @staticmethod
+  def forward(ctx, x, weight, bias=None):
+    ctx.save_for_backward(x, weight, bias)
+    out = x @ weight
+    if bias is not None:
+      out += bias
+    return out
+
+  @staticmethod
+  def backward(ctx, g):
+    x, weight, bias = ctx.saved_tensors
+    gx = gw = gb = None
+    if ctx.needs_input_grad[0]:
+      gx = g @ weight.T
+    if ctx.needs_input_grad[1]:
+      gw = x.transpose(0, 1) @ g
+    if bias is not None and ctx.needs_input_grad[2]:
+      gb = g.sum(0)
+    return gx, gw, gb
+
+
 SAMPLES = {
     "ScaledTanh": lambda rng: (rng.standard_normal((3, 4)), 0.7),
     "RMSNorm": lambda rng: (rng.standard_normal((2, 3, 5)), rng.uniform(0.5, 1.5, 5)),
@@ -146,6 +171,8 @@ SAMPLES = {
     "GatedLinear": lambda rng: (rng.standard_normal((3, 4)), rng.standard_normal((4, 2)),
                                 0.5),
     "SmoothClip": lambda rng: (rng.standard_normal((3, 4)) * 2, 1.5, "soft"),
+    "Affine": lambda rng: (rng.standard_normal((3, 4)), rng.standard_normal((4, 2)),
+                           rng.standard_normal(2)),
 }
 GRADIENTS = {name: "exact" for name in SAMPLES}
 del math
