@@ -1,8 +1,9 @@
 """``jax.custom_vjp`` and ``jax.custom_jvp`` functions in a source module, as `Definition`s.
 
 Found by decorator (``@jax.custom_vjp``, ``@functools.partial(jax.custom_vjp,
-nondiff_argnums=...)``, the same for ``custom_jvp``) with their rules: ``f.defvjp(fwd,
-bwd)``, ``f.defjvp(rule)`` or ``@f.defjvp``.
+nondiff_argnums=...)``, the same for ``custom_jvp``) or by assignment (``f =
+jax.custom_vjp(fn, nondiff_argnums=...)``) with their rules: ``f.defvjp(fwd, bwd)``,
+``f.defjvp(rule)`` or ``@f.defjvp``.
 
 * custom_vjp: the op's forward is ``fwd`` (its residuals the op's), the backward ``bwd``
   (``nondiff_argnums`` arguments first, then the residuals and the cotangent). The
@@ -39,14 +40,31 @@ def find(tree: ast.Module, module: Any, path: str) -> list[Definition]:
   """The module's custom_vjp and custom_jvp functions (top level), translated."""
   names = translate.aliases(tree)
   rules = _rules(tree)
+  functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
   found = []
   for node in tree.body:
+    kind, fn, name = None, node, getattr(node, "name", None)
     if isinstance(node, ast.FunctionDef):
       kind = _custom(node, names)
-      if kind is not None:
-        found.append(_Port(node, kind[0], kind[1], rules.get(node.name), tree, module, path,
-                           names).definition())
+    elif (isinstance(node, ast.Assign) and len(node.targets) == 1
+          and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call)
+          and translate.dotted(node.value.func, names) in _KINDS and node.value.args
+          and isinstance(node.value.args[0], ast.Name)
+          and node.value.args[0].id in functions):  # f = jax.custom_vjp(fn, ...)
+      call = node.value
+      kind = _KINDS[translate.dotted(call.func, names)], _argnums(call)
+      fn, name = functions[call.args[0].id], node.targets[0].id
+    if kind is not None:
+      found.append(_Port(fn, kind[0], kind[1], rules.get(name), tree, module, path, names,
+                         name).definition())
   return found
+
+
+def _argnums(call: ast.Call) -> tuple[int, ...]:
+  """A call's ``nondiff_argnums=`` as a tuple (empty without one)."""
+  argnums = next((k.value for k in call.keywords if k.arg == "nondiff_argnums"), None)
+  value = ast.literal_eval(argnums) if argnums is not None else ()
+  return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
 def _custom(node: ast.FunctionDef, names) -> tuple[str, tuple[int, ...]] | None:
@@ -58,9 +76,7 @@ def _custom(node: ast.FunctionDef, names) -> tuple[str, tuple[int, ...]] | None:
       head = translate.dotted(dec.func, names)
       inner = translate.dotted(dec.args[0], names)
       if head in _PARTIAL and inner in _KINDS:
-        argnums = next((k.value for k in dec.keywords if k.arg == "nondiff_argnums"), None)
-        value = ast.literal_eval(argnums) if argnums is not None else ()
-        return _KINDS[inner], tuple(value) if isinstance(value, (tuple, list)) else (value,)
+        return _KINDS[inner], _argnums(dec)
   return None
 
 
@@ -90,13 +106,16 @@ class _Port:
   """One function's translation (`definition`)."""
 
   def __init__(self, node: ast.FunctionDef, kind: str, nondiff_argnums: tuple[int, ...],
-               rule: tuple | None, tree: ast.Module, module: Any, path: str, names):
+               rule: tuple | None, tree: ast.Module, module: Any, path: str, names,
+               name: str):
     self.node, self.kind, self.argnums, self.rule = node, kind, nondiff_argnums, rule
     self.module, self.names = module, names
-    self.d = Definition(name=node.name, framework=FRAMEWORK, file=path, line=node.lineno,
-                        original=node.name)
+    self.d = Definition(name=name, framework=FRAMEWORK, file=path, line=node.lineno,
+                        original=name)
+    primal = fs.undecorated(node)  # What the rules call by the definition's name.
+    primal.name = name
     self.tr = fs.Translation(self.d, TABLE, tree, module, names, {
-        **translate.module_functions(tree), node.name: fs.undecorated(node)})
+        **translate.module_functions(tree), name: primal})
 
   def definition(self) -> Definition:
     d = self.d

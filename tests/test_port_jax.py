@@ -13,7 +13,7 @@ import port_cases
 
 EXPECTED = {
     "jax_losses": {"log1pexp": "ported", "weighted_sq_dist": "ported",
-                   "leaky_relu": "ported", "round_ste": "ported",
+                   "leaky_relu": "ported", "huber": "ported", "round_ste": "ported",
                    "scaled_tanh": "original_wrong", "clip_gradient": "refused",
                    "noisy_sign": "refused"},
     "jax_jvp": {"safe_log1p_exp": "ported", "sin_times": "ported", "soft_clip": "ported"},
@@ -47,6 +47,8 @@ def test_nondiff_argnums_are_parameters(results):
   assert (d.inputs, dict(d.params)) == (("x",), {"lo": -0.5, "hi": 0.5})
   d = results["jax_losses"]["leaky_relu"].definition
   assert (d.inputs, dict(d.params)) == (("x",), {"alpha": 0.1})
+  d = results["jax_losses"]["huber"].definition  # huber = jax.custom_vjp(_huber, ...)
+  assert (d.inputs, dict(d.params), d.original) == (("x",), {"delta": 1.0}, "huber")
 
 
 def test_surrogates_are_declared_gradients(results):

@@ -81,6 +81,25 @@ def clip_gradient_bwd(lo, hi, _, g):
 clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
 
 
+def _huber(x, delta):
+  a = jnp.abs(x)
+  return jnp.where(a <= delta, 0.5 * x * x, delta * (a - 0.5 * delta))
+
+
+huber = jax.custom_vjp(_huber, nondiff_argnums=(1,))
+
+
+def _huber_fwd(x, delta):
+  return _huber(x, delta), x
+
+
+def _huber_bwd(delta, x, g):
+  return (g * jnp.clip(x, -delta, delta),)
+
+
+huber.defvjp(_huber_fwd, _huber_bwd)
+
+
 @jax.custom_vjp
 def round_ste(x):
   """Rounding with a straight-through backward (the cotangent passes unchanged)."""
@@ -144,11 +163,12 @@ SAMPLES = {
                                      np.abs(_floats(rng, 2, 5)) + 0.5),
     "leaky_relu": lambda rng: (_floats(rng, 4, 3), 0.1),
     "clip_gradient": lambda rng: (-0.5, 0.5, _floats(rng, 6)),
+    "huber": lambda rng: (_floats(rng, 4, 4) * 2, 1.0),
     "round_ste": lambda rng: (_floats(rng, 2, 4) * 3,),
     "scaled_tanh": lambda rng: (_floats(rng, 3, 3),),
     "noisy_sign": lambda rng: (_floats(rng, 4), jax.random.PRNGKey(0)),
 }
 GRADIENTS = {
-    "log1pexp": "exact", "weighted_sq_dist": "exact", "leaky_relu": "exact",
+    "log1pexp": "exact", "weighted_sq_dist": "exact", "leaky_relu": "exact", "huber": "exact",
     "clip_gradient": "surrogate", "round_ste": "surrogate", "scaled_tanh": "exact",
 }
