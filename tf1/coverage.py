@@ -183,12 +183,12 @@ def classify(case: Case) -> tuple[str, str]:
   """(outcome, reason) of one case, in float32."""
   import jax  # pylint: disable=g-import-not-at-top
 
-  import crossgrad as cg  # pylint: disable=g-import-not-at-top
+  from crossgrad.api import jax as api_jax  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(0)
   inputs = [x.astype(np.float32) for x in case.sample(rng)]
   try:
     op = _port(case)
-    twin = cg.jax.get(op)
+    twin = api_jax.get(op)
     y = np.asarray(twin(*inputs))
     cotangent = rng.standard_normal(y.shape).astype(np.float32)
     impl = op.forward.port

@@ -21,6 +21,8 @@ import jax.numpy as jnp
 import jax.scipy.special as jsp
 import numpy as np
 
+from crossgrad.tf1 import op_xp
+
 
 def _fn(ns, *names):
   """The first of ``names`` the namespace has (Array API name first, the older one next)."""
@@ -31,17 +33,23 @@ def _axes(value) -> tuple[int, ...]:
   return tuple(int(a) for a in np.atleast_1d(value))
 
 
-def _reduction(name):
-  return lambda ns, op, x, axes: getattr(ns, name)(x, axis=_axes(axes),
-                                                   keepdims=op.get_attr("keep_dims"))
+def _reduction(op_type):
+  fn = op_xp.function(op_type)
+  return lambda ns, op, x, axes: fn(ns, x, _axes(axes), op.get_attr("keep_dims"))
 
 
-def _unary(name):
-  return lambda ns, op, x: getattr(ns, name)(x)
+def _elementwise(op_type):
+  """The op type's `op_xp` template, on its tensor inputs (the porter's TF table reads the
+  same templates)."""
+  fn = op_xp.function(op_type)
+  return lambda ns, op, *xs: fn(ns, *xs)
 
 
 def _binary(fn):
   return lambda ns, op, a, b: fn(ns, a, b)
+
+
+_EXPAND_DIMS = op_xp.function("ExpandDims")
 
 
 def _unsorted_segment_sum(ns, op, data, ids, n):
@@ -93,41 +101,18 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     **{t: lambda ns, op, *xs: list(xs) if op.type == "IdentityN" else xs[0] for t in (
         "Identity", "IdentityN", "StopGradient", "PreventGradient", "Snapshot",
         "EnsureShape")},
-    **{t: _unary(n) for t, n in {
-        "Neg": "negative", "Abs": "abs", "Sign": "sign", "Exp": "exp", "Log": "log",
-        "Sqrt": "sqrt", "Square": "square", "Tanh": "tanh", "Floor": "floor",
-        "Ceil": "ceil", "Round": "round", "LogicalNot": "logical_not",
-        "ZerosLike": "zeros_like", "OnesLike": "ones_like"}.items()},
-    **{t: _binary(lambda ns, a, b, n=n: getattr(ns, n)(a, b)) for t, n in {
-        "Maximum": "maximum", "Minimum": "minimum", "Less": "less",
-        "LessEqual": "less_equal", "Greater": "greater", "GreaterEqual": "greater_equal",
-        "Equal": "equal", "LogicalAnd": "logical_and", "LogicalOr": "logical_or"}.items()},
-    **{t: _binary(lambda ns, a, b, f=f: f(a, b)) for t, f in {
-        "Add": operator.add, "AddV2": operator.add, "Sub": operator.sub,
-        "Mul": operator.mul, "RealDiv": operator.truediv, "Div": operator.truediv,
-        "Pow": operator.pow}.items()},
-    "NotEqual": _binary(lambda ns, a, b: ns.logical_not(ns.equal(a, b))),
-    "SquaredDifference": _binary(lambda ns, a, b: ns.square(a - b)),
-    "Relu": lambda ns, op, x: ns.maximum(x, ns.zeros_like(x)),
-    "ReluGrad": lambda ns, op, g, f: ns.where(f > 0, g, ns.zeros_like(g)),
-    "Sigmoid": lambda ns, op, x: ns.ones_like(x) / (1 + ns.exp(-x)),
-    "SigmoidGrad": lambda ns, op, y, dy: dy * y * (1 - y),
-    "TanhGrad": lambda ns, op, y, dy: dy * (1 - y * y),
-    "Reciprocal": lambda ns, op, x: ns.ones_like(x) / x,
-    "Inv": lambda ns, op, x: ns.ones_like(x) / x,
-    "Rsqrt": lambda ns, op, x: ns.ones_like(x) / ns.sqrt(x),
-    "ClipByValue": lambda ns, op, x, lo, hi: ns.minimum(ns.maximum(x, lo), hi),
+    **{t: _elementwise(t) for t in op_xp.TEMPLATES if t not in op_xp.REDUCTIONS
+       and t != "ExpandDims"},
     "Select": _select, "SelectV2": _select,
     "Fill": lambda ns, op, dims, value: ns.broadcast_to(value, tuple(int(d) for d in dims)),
     "Cast": lambda ns, op, x: ns.astype(x, np.dtype(op.get_attr("DstT").as_numpy_dtype)),
     "Reshape": lambda ns, op, x, shape: ns.reshape(x, tuple(int(d) for d in shape)),
-    "ExpandDims": lambda ns, op, x, axis: ns.expand_dims(x, int(axis)),
+    "ExpandDims": lambda ns, op, x, axis: _EXPAND_DIMS(ns, x, int(axis)),
     "Squeeze": _squeeze,
     "Transpose": lambda ns, op, x, perm: _fn(ns, "permute_dims", "transpose")(
         x, tuple(int(p) for p in perm)),
     "BroadcastTo": lambda ns, op, x, shape: ns.broadcast_to(x, tuple(int(d) for d in shape)),
-    "Sum": _reduction("sum"), "Mean": _reduction("mean"), "Max": _reduction("max"),
-    "Min": _reduction("min"),
+    **{t: _reduction(t) for t in op_xp.REDUCTIONS},
     "AddN": lambda ns, op, *xs: sum(xs[1:], xs[0]),
     "MatMul": _matmul, "ConcatV2": _concat, "Pack": _pack,
     "UnsortedSegmentSum": _unsorted_segment_sum,
@@ -433,11 +418,6 @@ def _truncate_div(ns, op, a, b):
 
 
 HANDLERS.update({
-    **{t: _unary(n) for t, n in {
-        "Sin": "sin", "Cos": "cos", "Tan": "tan", "Sinh": "sinh", "Cosh": "cosh",
-        "Asin": "asin", "Acos": "acos", "Atan": "atan", "Asinh": "asinh", "Acosh": "acosh",
-        "Atanh": "atanh", "Expm1": "expm1", "Log1p": "log1p", "IsFinite": "isfinite",
-        "IsNan": "isnan", "IsInf": "isinf", "Rint": "round"}.items()},
     **{t: lambda ns, op, x, f=f: f(x) for t, f in {
         "Erf": jsp.erf, "Erfinv": jsp.erfinv, "Erfc": jsp.erfc, "Lgamma": jsp.gammaln, "Digamma": jsp.digamma,
         "Softplus": jax.nn.softplus, "Softsign": jax.nn.soft_sign,
@@ -470,7 +450,6 @@ HANDLERS.update({
     "Atan2": _binary(lambda ns, y, x: jnp.arctan2(y, x)),
     "FloorDiv": _binary(lambda ns, a, b: jnp.floor_divide(a, b)),
     "FloorMod": _binary(lambda ns, a, b: jnp.mod(a, b)),
-    "Prod": _reduction("prod"), "All": _reduction("all"), "Any": _reduction("any"),
     "EuclideanNorm": lambda ns, op, x, axes: jnp.sqrt(jnp.sum(
         x * x, axis=_axes(axes), keepdims=op.get_attr("keep_dims"))),
     "ArgMax": lambda ns, op, x, axis: jnp.argmax(x, int(axis)).astype(

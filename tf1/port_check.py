@@ -34,10 +34,10 @@ from typing import Any, Callable, Sequence
 from absl import flags
 import numpy as np
 
-import crossgrad as cg
 from crossgrad.checker import engine
 from crossgrad.checker import selection
 from crossgrad.cli import usage
+from crossgrad.registry.errors import CrossgradError
 
 FLAGS = flags.FLAGS
 
@@ -79,7 +79,7 @@ def define_flags():
 RUNS = (("tensorflow", "eager"), ("tensorflow", "graph"), ("jax", "eager"), ("jax", "jit"))
 
 
-class ForwardDiffers(cg.CrossgradError):
+class ForwardDiffers(CrossgradError):
   """The port's forward differs from the legacy graph's: the forward is not reproducible."""
 
 
@@ -94,16 +94,16 @@ def resolve(module, dotted: str, flag: str) -> Any:
     inner = next((c for c in (code.co_consts if code else ())
                   if isinstance(c, types.CodeType) and c.co_name == part), None)
     if inner is None:
-      raise cg.CrossgradError(f"{dotted!r} not found", argument=f"--{flag}",
+      raise CrossgradError(f"{dotted!r} not found", argument=f"--{flag}",
                               actual=f"no {part!r} in {getattr(value, '__name__', value)}")
     if inner.co_freevars:
-      raise cg.CrossgradError(
+      raise CrossgradError(
           "the nested function uses variables of the function around it",
           argument=f"--{flag}", actual=", ".join(inner.co_freevars),
           hint="Move it to module level, or make those variables module globals")
     value = types.FunctionType(inner, value.__globals__, part)
   if not callable(value):
-    raise cg.CrossgradError("not a function", argument=f"--{flag}", actual=dotted)
+    raise CrossgradError("not a function", argument=f"--{flag}", actual=dotted)
   return value
 
 
@@ -114,17 +114,17 @@ def parse_shapes(text: str | None, n: int, flag: str = "--shapes",
   try:
     shapes = [tuple(int(d) for d in part.split(",") if d.strip()) for part in text.split(":")]
   except ValueError:
-    raise cg.CrossgradError("shapes are integers", argument=flag,
+    raise CrossgradError("shapes are integers", argument=flag,
                             expected="e.g. 2,3:4", actual=text) from None
   if len(shapes) != n:
-    raise cg.CrossgradError("one shape per entry", argument=flag, expected=n,
+    raise CrossgradError("one shape per entry", argument=flag, expected=n,
                             actual=len(shapes))
   return shapes
 
 
 def _per_input(values: Sequence[str] | None, n: int, flag: str) -> list[str] | None:
   if values is not None and len(values) != n:
-    raise cg.CrossgradError("one entry per input of the forward", argument=flag,
+    raise CrossgradError("one entry per input of the forward", argument=flag,
                             expected=n, actual=len(values))
   return values
 
@@ -137,11 +137,11 @@ def make_inputs(n: int, rng: np.random.Generator, *, shapes: str | None, dtype: 
   try:
     dtypes = [np.dtype(d) for d in dtypes]
   except TypeError as e:
-    raise cg.CrossgradError("unknown dtype", argument="--dtypes", actual=str(e)) from None
+    raise CrossgradError("unknown dtype", argument="--dtypes", actual=str(e)) from None
   if sample is not None:
     drawn = [np.asarray(x) for x in sample(rng)]
     if len(drawn) != n:
-      raise cg.CrossgradError("the sample gives the wrong number of inputs",
+      raise CrossgradError("the sample gives the wrong number of inputs",
                               argument="--sample", expected=n, actual=len(drawn))
     return [x.astype(d) if np.issubdtype(x.dtype, np.floating) and d.kind == "f" else x
             for x, d in zip(drawn, dtypes)]
@@ -150,10 +150,10 @@ def make_inputs(n: int, rng: np.random.Generator, *, shapes: str | None, dtype: 
     try:
       bounds = [tuple(float(v) for v in part.split(",")) for part in ranges.split(":")]
     except ValueError:
-      raise cg.CrossgradError("ranges are numbers lo,hi", argument="--ranges",
+      raise CrossgradError("ranges are numbers lo,hi", argument="--ranges",
                               actual=ranges) from None
     if len(bounds) != n or any(len(b) != 2 for b in bounds):
-      raise cg.CrossgradError("one range lo,hi per input", argument="--ranges",
+      raise CrossgradError("one range lo,hi per input", argument="--ranges",
                               expected=f"{n} ranges", actual=ranges)
   inputs = []
   for shape, d, bound in zip(parse_shapes(shapes, n), dtypes, bounds):
@@ -188,7 +188,7 @@ def compare(forward, grad, inputs: Sequence[np.ndarray], cotangents: Sequence[np
   names = list(input_names or [f"x{i}" for i in range(len(inputs))])
   unknown = [n for n in nondiff if n not in names and str(n) not in map(str, range(len(names)))]
   if unknown:
-    raise cg.CrossgradError("unknown input", op=name, argument="--nondiff",
+    raise CrossgradError("unknown input", op=name, argument="--nondiff",
                             expected=f"one of {names} or an index", actual=unknown)
   nondiff = {names.index(n) if n in names else int(n) for n in nondiff}
   nondiff |= {i for i, x in enumerate(inputs) if not np.issubdtype(x.dtype, np.floating)}
@@ -247,14 +247,14 @@ def run_check() -> tuple[list[dict], list[np.ndarray]]:
   inputs = make_inputs(len(names), rng, shapes=FLAGS.shapes, dtype=FLAGS.dtype,
                        dtypes=FLAGS.dtypes, ranges=FLAGS.ranges, sample=sample)
   if not any(np.issubdtype(x.dtype, np.floating) for x in inputs):
-    raise cg.CrossgradError("no floating input, so no gradient to check", argument="--dtypes")
+    raise CrossgradError("no floating input, so no gradient to check", argument="--dtypes")
   if FLAGS.output_shapes:
     output_shapes = parse_shapes(FLAGS.output_shapes, FLAGS.num_outputs, "--output_shapes")
   else:
     try:
       output_shapes = [np.broadcast_shapes(*[x.shape for x in inputs])] * FLAGS.num_outputs
     except ValueError:
-      raise cg.CrossgradError("the inputs' shapes do not broadcast to one output shape",
+      raise CrossgradError("the inputs' shapes do not broadcast to one output shape",
                               argument="--output_shapes", actual=[x.shape for x in inputs],
                               hint="Pass --output_shapes") from None
   dtype = next(x.dtype for x in inputs if np.issubdtype(x.dtype, np.floating))
@@ -277,7 +277,7 @@ def main(argv):
     return 2
   try:
     rows, inputs = run_check()
-  except cg.CrossgradError as e:
+  except CrossgradError as e:
     print(e, file=sys.stderr)
     return 2
   except Exception as e:  # pylint: disable=broad-except
