@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 from absl import flags
 import numpy as np
 
+from crossgrad.backends import base
 from crossgrad.checker import engine
 from crossgrad.checker import selection
 from crossgrad.cli import usage
@@ -208,7 +209,7 @@ def compare(forward, grad, inputs: Sequence[np.ndarray], cotangents: Sequence[np
   rows = []
   for backend, mode in RUNS:
     _reseed(seed)
-    outputs, grads = getattr(cg, backend).evaluate(op, {}, inputs, cotangents, mode=mode)
+    outputs, grads = base.load(backend).evaluate(op, {}, inputs, cotangents, mode=mode)
     for check, got, want in (("forward", outputs, legacy_out),
                              ("grad", [grads[i] for i in diff], want_grads)):
       errors = [engine.max_relative_error(a, b) for a, b in zip(got, want)]
