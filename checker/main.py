@@ -2,6 +2,7 @@ r"""Cross-checks crossgrad ops between NumPy, TensorFlow, JAX and PyTorch (where
 exits non-zero on a mismatch.
 
   python -m crossgrad.check                        # every built-in op
+  python -m crossgrad.check --module=my_ops.py               # the ops my_ops.py registers
   python -m crossgrad.check --module=my_ops --ops=clipped_ste --json=report.json
   crossgrad-check --backends=jax --dtypes=float64 --devices=gpu
   python -m crossgrad.check --backends=torch --modes=eager,compile
@@ -41,6 +42,7 @@ from crossgrad.checker import grid
 from crossgrad.checker import html_report
 from crossgrad.checker import jobs
 from crossgrad.checker import keras_rows
+from crossgrad.checker import module_ops
 from crossgrad.checker import progress as progress_lib
 from crossgrad.checker import quiet
 from crossgrad.checker import selection
@@ -54,7 +56,9 @@ from crossgrad.registry import op_registry
 from crossgrad.registry import ops  # pylint: disable=unused-import  # The built-in ops.
 from crossgrad.registry.errors import CrossgradError
 
-_OPS = flags.DEFINE_list("ops", None, "Ops to check (default: every registered op).")
+_OPS = flags.DEFINE_list(
+    "ops", None, "Ops to check, built-in ones included; 'all': every registered op (default: "
+    "the ops the --module files register, or without --module every built-in op).")
 _BACKENDS = flags.DEFINE_list("backends", base.default_backends(),
                               "Backends compared with the NumPy reference (default: "
                               "tensorflow, jax, and torch where installed).")
@@ -79,7 +83,8 @@ _CPU_DEVICES = flags.DEFINE_integer(
     "in every backend before checking, to cover multi-device runs without accelerators.")
 _MODULE = flags.DEFINE_multi_string(
     "module", [], "Module to import first, to register ops: a dotted name or a .py path "
-    "(repeatable).")
+    "(repeatable). Without --ops the check covers the ops it registers (and the built-in "
+    "ops it registers kernels for); one that registers none is a usage error.")
 _TOLERANCE = flags.DEFINE_string(
     "tolerance", "default", "'default' (relative, per dtype), a number (relative), or "
     "'bitwise': identical bits across backends, modes and devices.")
@@ -201,17 +206,12 @@ def _check(argv) -> int:
 
 def _run() -> tuple[Report | int, dict | None]:
   """The check's report (or an exit status) and, for a shard, its identity."""
-  for module in _MODULE.value:
-    try:
-      selection.load_module(module)
-    except ImportError as e:
-      raise CrossgradError("cannot import the module", argument="--module",
-                           actual=f"{module!r} ({type(e).__name__}: {e})") from None
+  loaded = [module_ops.load(module) for module in _MODULE.value]
   if _LIST.value:
     for name in op_registry.names():
       print(f"{name:24s} {op_registry.get(name).doc}")
     return 0, None
-  ops = selection.ops(_OPS.value, flags=True)
+  ops = selection.ops(module_ops.chosen(_OPS.value, loaded), flags=True)
   if keras_rows.NAME in _BACKENDS.value:
     keras_rows.register(_MODULE.value)
   for name in _BACKENDS.value:
