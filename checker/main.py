@@ -49,6 +49,7 @@ from crossgrad.checker import selection
 from crossgrad.checker import shards
 from crossgrad.checker import special_values
 from crossgrad.checker import usage
+from crossgrad.checker import verdict_cache
 from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.diagnosis import repro
 from crossgrad.checker.report import Report
@@ -126,8 +127,13 @@ _COMPILE_CACHE = flags.DEFINE_bool(
     "compile_cache", True, "Keep compiled programs (JAX executables, torch.compile graphs) "
     "in --cache_dir, so the next run compiles only what changed; --nocompile_cache compiles "
     "everything afresh and writes nothing (docs/cross-check.md).")
+_NO_CACHE = flags.DEFINE_bool(
+    "no_cache", False, "Check every selected op, even those remembered green: with --module, "
+    "an op that passed is not checked again while nothing it depends on changed (its code "
+    "and definition, its kernels, these flags, crossgrad's and the frameworks' versions, the "
+    "devices; remembered in --cache_dir/verdicts; docs/loop.md).")
 _CACHE_DIR = flags.DEFINE_string(
-    "cache_dir", None, f"The compile caches' directory (default: ${compile_cache.ENV}, "
+    "cache_dir", None, f"The compile caches' and remembered verdicts' directory (default: ${compile_cache.ENV}, "
     "else $XDG_CACHE_HOME/crossgrad, else ~/.cache/crossgrad).")
 
 
@@ -222,9 +228,47 @@ def _run() -> tuple[Report | int, dict | None]:
   special = special_values.policy(_SPECIAL.value, "--special")
   if _PRECISION.value not in engine.PRECISIONS:
     raise selection.unknown("--precision", _PRECISION.value, engine.PRECISIONS)
-  units = engine.work_units(ops, _DTYPES.value, _BACKENDS.value)
   shard = ((_SHARD_INDEX.value, _NUM_SHARDS.value) if _NUM_SHARDS.value is not None
            else shards.from_bazel())
+  verdicts = _recall(ops, shard)
+  if verdicts is not None:
+    report = _run_verdicts(ops, verdicts, shard, tolerance, special)
+    return report, None
+  return _run_ops(ops, shard, tolerance, special)
+
+
+def _recall(ops, shard) -> verdict_cache.Verdicts | None:
+  """The remembered verdicts (`verdict_cache`) where they are on: a --module run in this
+  process, not a shard, without --no_cache."""
+  if not _MODULE.value or _NO_CACHE.value or shard is not None or jobs.in_job():
+    return None
+  folder = verdict_cache.directory(_CACHE_DIR.value or compile_cache.directory())
+  chosen = {name: flags.FLAGS[name].value for name in shards.ROW_FLAGS
+            if name not in ("ops", "module")}
+  verdicts = verdict_cache.recall(folder, ops, chosen)
+  if verdicts.remembered:
+    count = len(verdicts.remembered)
+    print(f"[crossgrad] {count} op{'s' * (count != 1)} unchanged since their last green "
+          "check (cached): " + ", ".join(verdicts.remembered), file=sys.stderr)
+  return verdicts
+
+
+def _run_verdicts(ops, verdicts, shard, tolerance, special) -> Report | int:
+  """The check of the ops not remembered, merged with the remembered ones' rows; the new
+  green ones remembered."""
+  started = time.perf_counter()
+  todo = verdicts.todo(ops)
+  if not todo:
+    return verdicts.merged(ops, None, time.perf_counter() - started)
+  report, _ = _run_ops(todo, shard, tolerance, special)
+  if isinstance(report, int):
+    return report
+  verdicts.remember(report)
+  return verdicts.merged(ops, report, 0.0)
+
+
+def _run_ops(ops, shard, tolerance, special) -> tuple[Report | int, dict | None]:
+  units = engine.work_units(ops, _DTYPES.value, _BACKENDS.value)
   job_count = _JOBS.value or (1 if shard else jobs.default(
       sum(backend != "numpy" for *_, backend in units)))
   if job_count > 1 and shard:
@@ -234,8 +278,8 @@ def _run() -> tuple[Report | int, dict | None]:
     started = time.perf_counter()
     verbosity = ("verbosity",) if flags.FLAGS["verbosity"].present else ()  # `quiet`.
     report = jobs.run(job_count, jobs.flag_arguments(
-        (*shards.ROW_FLAGS, "compile_cache", "cache_dir", *verbosity)),
-        progress_lib.Progress(units))
+        (*shards.ROW_FLAGS, "compile_cache", "cache_dir", *verbosity))
+        + ["--ops=" + ",".join(op.name for op in ops)], progress_lib.Progress(units))
     if not isinstance(report, int):
       report.seconds = time.perf_counter() - started
     return _diagnosed(report, ops), None
