@@ -50,6 +50,7 @@ from crossgrad.checker import shards
 from crossgrad.checker import special_values
 from crossgrad.checker import usage
 from crossgrad.checker import verdict_cache
+from crossgrad.checker import watch
 from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.diagnosis import repro
 from crossgrad.checker.report import Report
@@ -127,6 +128,13 @@ _COMPILE_CACHE = flags.DEFINE_bool(
     "compile_cache", True, "Keep compiled programs (JAX executables, torch.compile graphs) "
     "in --cache_dir, so the next run compiles only what changed; --nocompile_cache compiles "
     "everything afresh and writes nothing (docs/cross-check.md).")
+_WATCH = flags.DEFINE_bool(
+    "watch", False, "Stay up with the frameworks loaded: check, then again each time a "
+    "--module file changes, only the ops whose definitions changed; an import error is one "
+    "message and the watch goes on; Ctrl-C ends it with the last check's exit status.")
+_WATCH_RUNS = flags.DEFINE_integer(
+    "watch_runs", None, "With --watch: end after this many checks (for scripts and tests).",
+    lower_bound=1)
 _NO_CACHE = flags.DEFINE_bool(
     "no_cache", False, "Check every selected op, even those remembered green: with --module, "
     "an op that passed is not checked again while nothing it depends on changed (its code "
@@ -181,12 +189,24 @@ def main(argv):
 def _check(argv) -> int:
   if len(argv) > 1:
     return usage.fail(f"[crossgrad] unexpected arguments: {argv[1:]}")
+  if _WATCH.value:
+    if not _MODULE.value or _MERGE.value or _NUM_SHARDS.value is not None or _LIST.value:
+      return usage.fail(CrossgradError(
+          "nothing to watch", argument="--watch",
+          expected="--module=FILE, without --merge, --num_shards or --list"))
+    watching = watch.Watch(_MODULE.value)
+    return watching.run(lambda: _check_once(watching), runs=_WATCH_RUNS.value)
+  return _check_once()
+
+
+def _check_once(watching: watch.Watch | None = None) -> int:
+  """One check: the report printed and written; its exit status."""
   shard = None
   try:
     if _MERGE.value:
       report = shards.merge(_MERGE.value)
     else:
-      report, shard = _run()
+      report, shard = _run(watching)
   except CrossgradError as e:
     return usage.fail(str(e))
   if isinstance(report, int):
@@ -210,9 +230,10 @@ def _check(argv) -> int:
   return 0 if report.ok else 1
 
 
-def _run() -> tuple[Report | int, dict | None]:
+def _run(watching: watch.Watch | None = None) -> tuple[Report | int, dict | None]:
   """The check's report (or an exit status) and, for a shard, its identity."""
-  loaded = [module_ops.load(module) for module in _MODULE.value]
+  loaded = (watching.loaded if watching else
+            [module_ops.load(module) for module in _MODULE.value])
   if _LIST.value:
     for name in op_registry.names():
       print(f"{name:24s} {op_registry.get(name).doc}")
@@ -230,26 +251,29 @@ def _run() -> tuple[Report | int, dict | None]:
     raise selection.unknown("--precision", _PRECISION.value, engine.PRECISIONS)
   shard = ((_SHARD_INDEX.value, _NUM_SHARDS.value) if _NUM_SHARDS.value is not None
            else shards.from_bazel())
-  verdicts = _recall(ops, shard)
+  verdicts = _recall(ops, shard, watching.memory if watching else None)
   if verdicts is not None:
     report = _run_verdicts(ops, verdicts, shard, tolerance, special)
     return report, None
   return _run_ops(ops, shard, tolerance, special)
 
 
-def _recall(ops, shard) -> verdict_cache.Verdicts | None:
-  """The remembered verdicts (`verdict_cache`) where they are on: a --module run in this
-  process, not a shard, without --no_cache."""
-  if not _MODULE.value or _NO_CACHE.value or shard is not None or jobs.in_job():
+def _recall(ops, shard, memory) -> verdict_cache.Verdicts | None:
+  """The remembered verdicts (`verdict_cache`): on disk for a --module run in this process,
+  not a shard, without --no_cache; in ``memory`` (--watch's verdicts so far) where given."""
+  on_disk = (_MODULE.value and not _NO_CACHE.value and shard is None and not jobs.in_job())
+  if not on_disk and memory is None:
     return None
-  folder = verdict_cache.directory(_CACHE_DIR.value or compile_cache.directory())
+  folder = (verdict_cache.directory(_CACHE_DIR.value or compile_cache.directory())
+            if on_disk else None)
   chosen = {name: flags.FLAGS[name].value for name in shards.ROW_FLAGS
             if name not in ("ops", "module")}
-  verdicts = verdict_cache.recall(folder, ops, chosen)
-  if verdicts.remembered:
-    count = len(verdicts.remembered)
-    print(f"[crossgrad] {count} op{'s' * (count != 1)} unchanged since their last green "
-          "check (cached): " + ", ".join(verdicts.remembered), file=sys.stderr)
+  verdicts = verdict_cache.recall(folder, ops, chosen, memory)
+  for names, what in ((verdicts.cached, "since their last green check (cached)"),
+                      (verdicts.unchanged, "since the watch's last run")):
+    if names:
+      print(f"[crossgrad] {len(names)} op{'s' * (len(names) != 1)} unchanged {what}: "
+            + ", ".join(names), file=sys.stderr)
   return verdicts
 
 
@@ -269,7 +293,7 @@ def _run_verdicts(ops, verdicts, shard, tolerance, special) -> Report | int:
 
 def _run_ops(ops, shard, tolerance, special) -> tuple[Report | int, dict | None]:
   units = engine.work_units(ops, _DTYPES.value, _BACKENDS.value)
-  job_count = _JOBS.value or (1 if shard else jobs.default(
+  job_count = 1 if _WATCH.value else _JOBS.value or (1 if shard else jobs.default(
       sum(backend != "numpy" for *_, backend in units)))
   if job_count > 1 and shard:
     raise CrossgradError("--jobs above 1 runs shards of its own, not in a Bazel test shard",

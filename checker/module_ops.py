@@ -8,6 +8,8 @@ built-in ops it registered kernels for. ``--ops`` names ops (built-in ones inclu
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import os
 import sys
 from typing import Sequence
 
@@ -38,11 +40,21 @@ def load(spec: str) -> Loaded:
   """Imports ``spec`` (`selection.load_module`) and records what it registered; a module
   that is not found, or raises while it is imported, is a `CrossgradError`."""
   ops_before, kernels_before = set(op_registry.names()), set(_kernel_keys())
+  path = path_of(spec)
+  if path is not None:  # Its code as it is now: bytecode cached within the same second
+    _forget_bytecode(path)  # and size (an edit of one digit) would be read as current.
+  writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, path is not None
   try:
     module = selection.load_module(spec)
-  except ImportError as e:
-    raise CrossgradError("cannot import the module", argument="--module",
-                         actual=f"{spec!r} ({type(e).__name__}: {e})") from None
+  except Exception as e:
+    unload(Loaded(spec, None, [], [n for n in op_registry.names() if n not in ops_before],
+                  [k for k in _kernel_keys() if k not in kernels_before]))
+    if isinstance(e, ImportError):
+      raise CrossgradError("cannot import the module", argument="--module",
+                           actual=f"{spec!r} ({type(e).__name__}: {e})") from None
+    raise  # Half a module registers nothing: loading it again starts afresh.
+  finally:
+    sys.dont_write_bytecode = writes_bytecode
   new_ops = [n for n in op_registry.names() if n not in ops_before]
   new_kernels = [k for k in _kernel_keys() if k not in kernels_before]
   ops = list(dict.fromkeys(new_ops + [op for op, _, _ in new_kernels]))
@@ -51,6 +63,18 @@ def load(spec: str) -> Loaded:
     ops = [n for n in op_registry.names()
            if getattr(op_registry.get(n).forward, "__module__", None) == name]
   return Loaded(spec, module, ops, new_ops, new_kernels)
+
+
+def path_of(spec: str) -> str | None:
+  """The file of a ``.py`` path spec (`selection.load_module`'s rule); None for a dotted name."""
+  return os.path.abspath(spec) if spec.endswith(".py") or os.sep in spec else None
+
+
+def _forget_bytecode(path: str) -> None:
+  try:
+    os.remove(importlib.util.cache_from_source(path))
+  except (OSError, ValueError, NotImplementedError):
+    pass  # None cached, or no cache for this file.
 
 
 def registers_nothing(spec: str) -> CrossgradError:

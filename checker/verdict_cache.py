@@ -220,11 +220,15 @@ def store(folder: str, key: str, rows: Sequence[Row], environment: Mapping[str, 
 
 @dataclasses.dataclass
 class Verdicts:
-  """One run's keys (op name to key) and the rows remembered for some of them."""
+  """One run's keys (op name to key) and the rows remembered for some of them: on disk in
+  ``folder`` (green ones; None: not used) and in ``memory`` (every verdict of a --watch)."""
 
-  folder: str
+  folder: str | None
   keys: dict[str, str]
-  remembered: dict[str, list[Row]]
+  memory: dict[str, tuple[list[Row], dict[str, Any]]] | None = None
+  remembered: dict[str, list[Row]] = dataclasses.field(default_factory=dict)
+  cached: list[str] = dataclasses.field(default_factory=list)  # Found on disk.
+  unchanged: list[str] = dataclasses.field(default_factory=list)  # Found in memory.
   environment: dict[str, Any] = dataclasses.field(default_factory=dict)
 
   def todo(self, ops: Sequence[OpDef]) -> list[OpDef]:
@@ -242,21 +246,31 @@ class Verdicts:
                   {**environment, "cached_ops": sorted(self.remembered)})
 
   def remember(self, report: Report) -> int:
-    """Stores the green ops of ``report`` that were checked; returns how many."""
+    """Stores the checked ops of ``report``, in memory, and on disk the green ones;
+    returns how many went to disk."""
     stored = 0
     for name, key in self.keys.items():
-      if name not in self.remembered:
-        stored += store(self.folder, key, [r for r in report.rows if r.op == name],
-                        report.environment)
+      if name in self.remembered:
+        continue
+      rows = [r for r in report.rows if r.op == name]
+      if self.memory is not None and rows:
+        self.memory[key] = (rows, report.environment)
+      if self.folder is not None:
+        stored += store(self.folder, key, rows, report.environment)
     return stored
 
 
-def recall(folder: str, ops: Sequence[OpDef], selection: Mapping[str, Any]) -> Verdicts:
-  """The keys of ``ops`` under ``selection`` (the row flags' values) and what is remembered."""
+def recall(folder: str | None, ops: Sequence[OpDef], selection: Mapping[str, Any],
+           memory: dict | None = None) -> Verdicts:
+  """The keys of ``ops`` under ``selection`` (the row flags' values) and what is remembered
+  (in ``memory`` first, then in ``folder``)."""
   keys = {op.name: op_key(op, selection) for op in ops}
-  verdicts = Verdicts(folder, keys, {})
+  verdicts = Verdicts(folder, keys, memory)
   for name, key in keys.items():
-    entry = lookup(folder, key)
+    entry = (memory or {}).get(key)
+    found = verdicts.unchanged
+    if entry is None and folder is not None:
+      entry, found = lookup(folder, key), verdicts.cached
     if entry is not None:
-      verdicts.remembered[name], verdicts.environment = entry
+      (verdicts.remembered[name], verdicts.environment), _ = entry, found.append(name)
   return verdicts
