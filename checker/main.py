@@ -49,6 +49,7 @@ from crossgrad.checker import selection
 from crossgrad.checker import shards
 from crossgrad.checker import special_values
 from crossgrad.checker import usage
+from crossgrad.checker import user_warnings
 from crossgrad.checker import verdict_cache
 from crossgrad.checker import watch
 from crossgrad.checker.diagnosis import causes
@@ -178,7 +179,7 @@ def share_accelerators(environ: MutableMapping[str, str] = os.environ) -> None:
 def main(argv):
   share_accelerators()
   with quiet.captured(enabled=not flags.FLAGS["verbosity"].present) as capture:
-    status = _check(argv)
+    status = _check(argv, capture)
     if status == 1 and capture.path:
       print(f"[crossgrad] framework messages: {capture.keep()} (--verbosity=0 shows them "
             "as they come)", file=sys.stderr)
@@ -186,7 +187,7 @@ def main(argv):
   return status
 
 
-def _check(argv) -> int:
+def _check(argv, capture: quiet.Capture) -> int:
   if len(argv) > 1:
     return usage.fail(f"[crossgrad] unexpected arguments: {argv[1:]}")
   if _WATCH.value:
@@ -195,20 +196,23 @@ def _check(argv) -> int:
           "nothing to watch", argument="--watch",
           expected="--module=FILE, without --merge, --num_shards or --list"))
     watching = watch.Watch(_MODULE.value)
-    return watching.run(lambda: _check_once(watching), runs=_WATCH_RUNS.value)
-  return _check_once()
+    return watching.run(lambda: _check_once(capture, watching), runs=_WATCH_RUNS.value)
+  return _check_once(capture)
 
 
-def _check_once(watching: watch.Watch | None = None) -> int:
+def _check_once(capture: quiet.Capture, watching: watch.Watch | None = None) -> int:
   """One check: the report printed and written; its exit status."""
   shard = None
   try:
-    if _MERGE.value:
-      report = shards.merge(_MERGE.value)
-    else:
-      report, shard = _run(watching)
+    with user_warnings.collected() as found:
+      if _MERGE.value:
+        report = shards.merge(_MERGE.value)
+      else:
+        report, shard = _run(watching)
   except CrossgradError as e:
     return usage.fail(str(e))
+  finally:
+    user_warnings.report(found, capture)
   if isinstance(report, int):
     return report  # --list, or jobs that could not run.
   print(grid.text_report(report, all_rows=_ALL_ROWS.value))
