@@ -2,7 +2,8 @@ r"""Cross-checks crossgrad ops between NumPy, TensorFlow, JAX and PyTorch (where
 exits non-zero on a mismatch.
 
   python -m crossgrad.check                        # every built-in op
-  python -m crossgrad.check --module=my_ops.py               # the ops my_ops.py registers
+  python -m crossgrad.check --module=my_ops.py     # the ops my_ops.py registers
+  python -m crossgrad.check --module=my_ops.py --watch  # re-checked as you edit it
   python -m crossgrad.check --module=my_ops --ops=clipped_ste --json=report.json
   crossgrad-check --backends=jax --dtypes=float64 --devices=gpu
   python -m crossgrad.check --backends=torch --modes=eager,compile
@@ -13,6 +14,9 @@ exits non-zero on a mismatch.
   python -m crossgrad.check --jobs=4                  # 4 processes side by side
   python -m crossgrad.check --num_shards=4 --shard_index=0 --json=s0.json  # 1 of 4 CI jobs
   python -m crossgrad.check --merge=s0.json,s1.json,s2.json,s3.json --html=report.html
+
+With --module, an op that passed is not checked again while nothing it depends on changed
+(remembered verdicts; --no_cache checks it anyway; docs/loop.md).
 
 The report: a summary grid (op and parameter set x backend and mode, worst error per
 cell), the failing rows, then with --all_rows every row.
