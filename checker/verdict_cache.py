@@ -60,6 +60,12 @@ def _library_file(filename: str) -> bool:
   return filename.startswith("<frozen") or any(path.startswith(p + os.sep) for p in prefixes)
 
 
+def _user_class(cls: type) -> bool:
+  module = sys.modules.get(cls.__module__)
+  filename = getattr(module, "__file__", None)
+  return bool(filename) and not _library_file(filename)
+
+
 def _code_key(code: types.CodeType, globals_: Mapping[str, Any], seen: set) -> list:
   consts = [_code_key(c, globals_, seen) if isinstance(c, types.CodeType) else _value_key(c, seen)
             for c in code.co_consts]
@@ -72,8 +78,9 @@ def _function_key(fn: types.FunctionType, seen: set) -> Any:
   if id(fn) in seen:
     return ["recursive", fn.__qualname__]
   seen.add(id(fn))
-  if _library_file(fn.__code__.co_filename):
-    return ["library", fn.__module__, fn.__qualname__]
+  if _library_file(fn.__code__.co_filename):  # Its package's version stands for its code.
+    top = sys.modules.get((fn.__module__ or "").split(".")[0])
+    return ["library", fn.__module__, fn.__qualname__, str(getattr(top, "__version__", ""))]
   cells = [_value_key(c.cell_contents, seen) if c.cell_contents is not fn else "self"
            for c in fn.__closure__ or () if _filled(c)]
   return [fn.__qualname__, _code_key(fn.__code__, fn.__globals__, seen),
@@ -114,15 +121,21 @@ def _value_key(value: Any, seen: set) -> Any:
   if isinstance(value, functools.partial):
     return ["partial", _value_key(value.func, seen), _value_key(value.args, seen),
             _value_key(value.keywords, seen)]
-  if isinstance(value, types.MethodType):
+  if isinstance(value, (types.MethodType, staticmethod, classmethod)):
     return ["method", _value_key(value.__func__, seen)]
+  if isinstance(value, property):
+    return ["property", _value_key(value.fget, seen), _value_key(value.fset, seen)]
+  if isinstance(value, type) and _user_class(value) and id(value) not in seen:
+    seen.add(id(value))  # A class of the user's files: its methods and attributes.
+    return ["class", value.__qualname__,
+            [[k, _value_key(v, seen)] for k, v in vars(value).items() if not k.startswith("__")
+             or k in ("__call__", "__init__")]]
   if isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType)):
     return [type(value).__name__, getattr(value, "__module__", None) or "",
             getattr(value, "__qualname__", getattr(value, "__name__", ""))]
-  call = getattr(type(value), "__call__", None)
-  if isinstance(call, types.FunctionType):  # A callable object: its class's code.
-    return ["callable", _function_key(call, seen), _value_key(vars(value), seen)
-            if hasattr(value, "__dict__") else ""]
+  if _user_class(type(value)):  # An instance of a user's class: the class and its state.
+    return ["instance", _value_key(type(value), seen),
+            _value_key(vars(value), seen) if hasattr(value, "__dict__") else ""]
   return ["object", type(value).__module__, type(value).__qualname__]
 
 
@@ -154,8 +167,9 @@ def crossgrad_key() -> str:
   """crossgrad's own files (a checkout between releases changes without a new version)."""
   digest = hashlib.sha256()
   for path in sorted(ROOT.rglob("*.py")):
-    if "tests" in path.relative_to(ROOT).parts:
-      continue
+    parts = path.relative_to(ROOT).parts
+    if any(p in ("tests", "_build", "out") or p.startswith((".", "bazel-")) for p in parts):
+      continue  # Tests, build outputs, checkouts' hidden folders.
     stat = path.stat()
     digest.update(f"{path.relative_to(ROOT)} {stat.st_size} {stat.st_mtime_ns}\n".encode())
   return digest.hexdigest()

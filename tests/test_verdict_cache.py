@@ -21,8 +21,16 @@ def _helper(x):
 def forward(xp, x, *, shift=0.0):
   return _helper(x) + shift, ()
 
+class _Gain:
+  factor = 1.0
+
+  def apply(self, g):
+    return self.factor * g
+
+GAIN = _Gain()
+
 def backward(xp, residuals, g, *, shift=0.0):
-  return (SCALE * g,)
+  return (GAIN.apply(SCALE * g),)
 
 def sample(rng):
   return (rng.standard_normal(4),)
@@ -34,7 +42,9 @@ cg.register_kernel("vc_triple", "jax", lambda x, shift=0.0: 3.0 * x + shift, nam
 SELECTION = {"backends": ["jax"], "dtypes": ["float32"], "modes": None, "devices": ["all"],
              "impls": None, "tolerance": "default", "special": "advisory", "seed": 0}
 EDITS = {
-    "backward body": ("return (SCALE * g,)", "return (SCALE * g * 1.0,)"),
+    "backward body": ("return (GAIN.apply(SCALE * g),)", "return (GAIN.apply(g * SCALE),)"),
+    "a method of a helper class": ("return self.factor * g", "return g * self.factor"),
+    "a class attribute": ("factor = 1.0", "factor = 1.5"),
     "helper": ("return SCALE * x", "return x * SCALE"),
     "module constant": ("SCALE = 3.0", "SCALE = 3.5"),
     "sample": ("rng.standard_normal(4)", "rng.standard_normal(5)"),
@@ -118,7 +128,8 @@ def test_a_green_op_is_remembered_a_red_one_never(tmp_path, capsys):
   assert status == 0 and "1 op unchanged since their last green check (cached)" in err
   status, err = _main(capsys, path, cache, no_cache=True)
   assert status == 0 and "(cached)" not in err
-  path.write_text(path.read_text().replace("return (SCALE * g,)", "return (2.0 * g,)"))
+  path.write_text(path.read_text().replace("return (GAIN.apply(SCALE * g),)",
+                                           "return (GAIN.apply(2.0 * g),)"))
   for _ in range(2):  # Checked again after the edit; red, so never remembered.
     status, err = _main(capsys, path, cache)
     assert status == 1 and "(cached)" not in err
