@@ -70,13 +70,26 @@ class Watch:
           done += 1
         if runs is not None and done >= runs:
           return status
+        sys.stdout.flush()  # The report, out before the watch waits (a pipe buffers it).
         print(f"[crossgrad] watch: waiting for changes to {', '.join(self.specs)} "
               "(Ctrl-C ends)", file=sys.stderr, flush=True)
         while self.stamps() == stamps:
           sleep(POLL_SECONDS)
-        stamps = self.stamps()
+        stamps = self._settled(sleep)
     except KeyboardInterrupt:
       return status
+
+
+  def _settled(self, sleep: Callable[[float], None]) -> list:
+    """The files' stamps once they stay the same for a poll: an editor that truncates a
+    file and then writes it is read once, when it is whole."""
+    now = self.stamps()
+    while True:
+      sleep(POLL_SECONDS)
+      later = self.stamps()
+      if later == now:
+        return now
+      now = later
 
 
 def _where(e: Exception) -> str:

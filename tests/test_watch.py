@@ -89,12 +89,15 @@ def test_watch_rechecks_the_edited_op_survives_a_syntax_error_and_ends_on_ctrl_c
 
 
 def test_watch_runs_ends_after_that_many_checks_with_the_last_status(tmp_path, monkeypatch):
-  stamps = iter([[(1, 1)], [(1, 1)], [(2, 1)], [(2, 1)]])
+  # Before the first check, unchanged, then changing twice (a truncated write, then the
+  # whole file) before it settles: one more check, of the settled file.
+  stamps = iter([[(1, 1)], [(1, 1)], [(2, 0)], [(2, 0)], [(3, 9)], [(3, 9)]])
   watching = watch.Watch([str(tmp_path / "w.py")])
   monkeypatch.setattr(watching, "load", lambda: True)
   monkeypatch.setattr(watching, "stamps", lambda: next(stamps))
   statuses = iter([1, 0])
   assert watching.run(lambda: next(statuses), runs=2, sleep=lambda s: None) == 0
+  assert next(stamps, None) is None  # Every stamp read: it waited for the file to settle.
 
 
 def test_watch_without_a_module_file_is_a_usage_error():
