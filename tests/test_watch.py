@@ -39,17 +39,16 @@ class _Lines:
       threading.Thread(target=lambda s=stream: [self.lines.put(l.rstrip("\n")) for l in s],
                        daemon=True).start()
 
-  def until(self, text: str) -> list[str]:
-    """Lines up to the first containing ``text``."""
+  def until(self, *texts: str) -> list[str]:
+    """Lines up to the first containing each of ``texts`` (stdout and stderr are read by
+    threads of their own: in any order)."""
     seen, deadline = [], time.monotonic() + WAIT_SECONDS
-    while True:
+    while not all(any(t in l for l in seen) for t in texts):
       try:
-        line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        seen.append(self.lines.get(timeout=max(0.0, deadline - time.monotonic())))
       except queue.Empty:
-        raise AssertionError(f"no line with {text!r} in {WAIT_SECONDS} s; got {seen}") from None
-      seen.append(line)
-      if text in line:
-        return seen
+        raise AssertionError(f"no lines with {texts} in {WAIT_SECONDS} s; got {seen}") from None
+    return seen
 
 
 def _summaries(lines):
@@ -65,20 +64,21 @@ def test_watch_rechecks_the_edited_op_survives_a_syntax_error_and_ends_on_ctrl_c
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
   try:
     lines = _Lines(process)
-    seen = lines.until("watch: waiting for changes")
+    idle = ("crossgrad cross-check:", "watch: waiting for changes")
+    seen = lines.until(*idle)
     assert "2 checks, 1 failing" in _summaries(seen)[-1], seen
     path.write_text(_OPS.replace("(2.0 * g,)", "(3.0 * g,)"))  # Same size, same second.
-    seen = lines.until("watch: waiting for changes")
+    seen = lines.until(*idle)
     assert any("1 op unchanged since the watch's last run: wt_good" in l for l in seen), seen
     assert any("[1/1] wt_bad" in l for l in seen), seen  # Only the edited op ran.
     assert "2 checks, 0 failing" in _summaries(seen)[-1], seen
     path.write_text(path.read_text() + "\ndef broken(:\n")
-    seen = lines.until("did not load")
+    seen = lines.until("did not load", "watch: waiting for changes")
     line_number = len(_OPS.replace("(2.0", "(3.0").splitlines()) + 2
-    assert f"{path}:{line_number}: SyntaxError: " in seen[-1], seen
-    lines.until("watch: waiting for changes")
+    (message,) = [l for l in seen if "did not load" in l]
+    assert f"{path}:{line_number}: SyntaxError: " in message, seen
     path.write_text(_OPS.replace("(2.0 * g,)", "(3.0 * g,)"))
-    seen = lines.until("watch: waiting for changes")
+    seen = lines.until(*idle, "unchanged since the watch's last run")
     assert any("2 ops unchanged since the watch's last run" in l for l in seen), seen
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=WAIT_SECONDS) == 0  # The last verdict: green.
