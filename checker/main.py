@@ -2,6 +2,8 @@ r"""Cross-checks crossgrad ops between NumPy, TensorFlow, JAX and PyTorch (where
 exits non-zero on a mismatch.
 
   python -m crossgrad.check                        # every built-in op
+  python -m crossgrad.check --module=my_ops.py     # the ops my_ops.py registers
+  python -m crossgrad.check --module=my_ops.py --watch  # re-checked as you edit it
   python -m crossgrad.check --module=my_ops --ops=clipped_ste --json=report.json
   crossgrad-check --backends=jax --dtypes=float64 --devices=gpu
   python -m crossgrad.check --backends=torch --modes=eager,compile
@@ -12,6 +14,9 @@ exits non-zero on a mismatch.
   python -m crossgrad.check --jobs=4                  # 4 processes side by side
   python -m crossgrad.check --num_shards=4 --shard_index=0 --json=s0.json  # 1 of 4 CI jobs
   python -m crossgrad.check --merge=s0.json,s1.json,s2.json,s3.json --html=report.html
+
+With --module, an op that passed is not checked again while nothing it depends on changed
+(remembered verdicts; --no_cache checks it anyway; docs/loop.md).
 
 The report: a summary grid (op and parameter set x backend and mode, worst error per
 cell), the failing rows, then with --all_rows every row.
@@ -42,10 +47,14 @@ from crossgrad.checker import grid
 from crossgrad.checker import html_report
 from crossgrad.checker import jobs
 from crossgrad.checker import keras_rows
+from crossgrad.checker import module_ops
 from crossgrad.checker import progress as progress_lib
 from crossgrad.checker import selection
 from crossgrad.checker import shards
 from crossgrad.checker import special_values
+from crossgrad.checker import user_warnings
+from crossgrad.checker import verdict_cache
+from crossgrad.checker import watch
 from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.diagnosis import repro
 from crossgrad.checker.report import Report
@@ -55,7 +64,9 @@ from crossgrad.registry import op_registry
 from crossgrad.registry import ops  # pylint: disable=unused-import  # The built-in ops.
 from crossgrad.registry.errors import CrossgradError
 
-_OPS = flags.DEFINE_list("ops", None, "Ops to check (default: every registered op).")
+_OPS = flags.DEFINE_list(
+    "ops", None, "Ops to check, built-in ones included; 'all': every registered op (default: "
+    "the ops the --module files register, or without --module every built-in op).")
 _BACKENDS = flags.DEFINE_list("backends", base.default_backends(),
                               "Backends compared with the NumPy reference (default: "
                               "tensorflow, jax, and torch where installed).")
@@ -80,7 +91,8 @@ _CPU_DEVICES = flags.DEFINE_integer(
     "in every backend before checking, to cover multi-device runs without accelerators.")
 _MODULE = flags.DEFINE_multi_string(
     "module", [], "Module to import first, to register ops: a dotted name or a .py path "
-    "(repeatable).")
+    "(repeatable). Without --ops the check covers the ops it registers (and the built-in "
+    "ops it registers kernels for); one that registers none is a usage error.")
 _TOLERANCE = flags.DEFINE_string(
     "tolerance", "default", "'default' (relative, per dtype), a number (relative), or "
     "'bitwise': identical bits across backends, modes and devices.")
@@ -122,8 +134,20 @@ _COMPILE_CACHE = flags.DEFINE_bool(
     "compile_cache", True, "Keep compiled programs (JAX executables, torch.compile graphs) "
     "in --cache_dir, so the next run compiles only what changed; --nocompile_cache compiles "
     "everything afresh and writes nothing (docs/cross-check.md).")
+_WATCH = flags.DEFINE_bool(
+    "watch", False, "Stay up with the frameworks loaded: check, then again each time a "
+    "--module file changes, only the ops whose definitions changed; an import error is one "
+    "message and the watch goes on; Ctrl-C ends it with the last check's exit status.")
+_WATCH_RUNS = flags.DEFINE_integer(
+    "watch_runs", None, "With --watch: end after this many checks (for scripts and tests).",
+    lower_bound=1)
+_NO_CACHE = flags.DEFINE_bool(
+    "no_cache", False, "Check every selected op, even those remembered green: with --module, "
+    "an op that passed is not checked again while nothing it depends on changed (its code "
+    "and definition, its kernels, these flags, crossgrad's and the frameworks' versions, the "
+    "devices; remembered in --cache_dir/verdicts; docs/loop.md).")
 _CACHE_DIR = flags.DEFINE_string(
-    "cache_dir", None, f"The compile caches' directory (default: ${compile_cache.ENV}, "
+    "cache_dir", None, f"The compile caches' and remembered verdicts' directory (default: ${compile_cache.ENV}, "
     "else $XDG_CACHE_HOME/crossgrad, else ~/.cache/crossgrad).")
 
 
@@ -160,7 +184,7 @@ def share_accelerators(environ: MutableMapping[str, str] = os.environ) -> None:
 def main(argv):
   share_accelerators()
   with quiet.captured(enabled=not flags.FLAGS["verbosity"].present) as capture:
-    status = _check(argv)
+    status = _check(argv, capture)
     if status == 1 and capture.path:
       print(f"[crossgrad] framework messages: {capture.keep()} (--verbosity=0 shows them "
             "as they come)", file=sys.stderr)
@@ -168,17 +192,32 @@ def main(argv):
   return status
 
 
-def _check(argv) -> int:
+def _check(argv, capture: quiet.Capture) -> int:
   if len(argv) > 1:
     return usage.fail(f"[crossgrad] unexpected arguments: {argv[1:]}")
+  if _WATCH.value:
+    if not _MODULE.value or _MERGE.value or _NUM_SHARDS.value is not None or _LIST.value:
+      return usage.fail(CrossgradError(
+          "nothing to watch", argument="--watch",
+          expected="--module=FILE, without --merge, --num_shards or --list"))
+    watching = watch.Watch(_MODULE.value)
+    return watching.run(lambda: _check_once(capture, watching), runs=_WATCH_RUNS.value)
+  return _check_once(capture)
+
+
+def _check_once(capture: quiet.Capture, watching: watch.Watch | None = None) -> int:
+  """One check: the report printed and written; its exit status."""
   shard = None
   try:
-    if _MERGE.value:
-      report = shards.merge(_MERGE.value)
-    else:
-      report, shard = _run()
+    with user_warnings.collected() as found:
+      if _MERGE.value:
+        report = shards.merge(_MERGE.value)
+      else:
+        report, shard = _run(watching)
   except CrossgradError as e:
     return usage.fail(str(e))
+  finally:
+    user_warnings.report(found, capture)
   if isinstance(report, int):
     return report  # --list, or jobs that could not run.
   # A terminal's width; a log's (a file, a pipe) is `grid.WIDTH`, whatever $COLUMNS says.
@@ -202,19 +241,15 @@ def _check(argv) -> int:
   return 0 if report.ok else 1
 
 
-def _run() -> tuple[Report | int, dict | None]:
+def _run(watching: watch.Watch | None = None) -> tuple[Report | int, dict | None]:
   """The check's report (or an exit status) and, for a shard, its identity."""
-  for module in _MODULE.value:
-    try:
-      selection.load_module(module)
-    except ImportError as e:
-      raise CrossgradError("cannot import the module", argument="--module",
-                           actual=f"{module!r} ({type(e).__name__}: {e})") from None
+  loaded = (watching.loaded if watching else
+            [module_ops.load(module) for module in _MODULE.value])
   if _LIST.value:
     for name in op_registry.names():
       print(f"{name:24s} {op_registry.get(name).doc}")
     return 0, None
-  ops = selection.ops(_OPS.value, flags=True)
+  ops = selection.ops(module_ops.chosen(_OPS.value, loaded), flags=True)
   if keras_rows.NAME in _BACKENDS.value:
     keras_rows.register(_MODULE.value)
   for name in _BACKENDS.value:
@@ -225,10 +260,51 @@ def _run() -> tuple[Report | int, dict | None]:
   special = special_values.policy(_SPECIAL.value, "--special")
   if _PRECISION.value not in engine.PRECISIONS:
     raise selection.unknown("--precision", _PRECISION.value, engine.PRECISIONS)
-  units = engine.work_units(ops, _DTYPES.value, _BACKENDS.value)
   shard = ((_SHARD_INDEX.value, _NUM_SHARDS.value) if _NUM_SHARDS.value is not None
            else shards.from_bazel())
-  job_count = _JOBS.value or (1 if shard else jobs.default(
+  verdicts = _recall(ops, shard, watching.memory if watching else None)
+  if verdicts is not None:
+    report = _run_verdicts(ops, verdicts, shard, tolerance, special)
+    return report, None
+  return _run_ops(ops, shard, tolerance, special)
+
+
+def _recall(ops, shard, memory) -> verdict_cache.Verdicts | None:
+  """The remembered verdicts (`verdict_cache`): on disk for a --module run in this process,
+  not a shard, without --no_cache; in ``memory`` (--watch's verdicts so far) where given."""
+  on_disk = (_MODULE.value and not _NO_CACHE.value and shard is None and not jobs.in_job())
+  if not on_disk and memory is None:
+    return None
+  folder = (verdict_cache.directory(_CACHE_DIR.value or compile_cache.directory())
+            if on_disk else None)
+  chosen = {name: flags.FLAGS[name].value for name in shards.ROW_FLAGS
+            if name not in ("ops", "module")}
+  verdicts = verdict_cache.recall(folder, ops, chosen, memory)
+  for names, what in ((verdicts.cached, "since their last green check (cached)"),
+                      (verdicts.unchanged, "since the watch's last run")):
+    if names:
+      print(f"[crossgrad] {len(names)} op{'s' * (len(names) != 1)} unchanged {what}: "
+            + ", ".join(names), file=sys.stderr)
+  return verdicts
+
+
+def _run_verdicts(ops, verdicts, shard, tolerance, special) -> Report | int:
+  """The check of the ops not remembered, merged with the remembered ones' rows; the new
+  green ones remembered."""
+  started = time.perf_counter()
+  todo = verdicts.todo(ops)
+  if not todo:
+    return verdicts.merged(ops, None, time.perf_counter() - started)
+  report, _ = _run_ops(todo, shard, tolerance, special)
+  if isinstance(report, int):
+    return report
+  verdicts.remember(report)
+  return verdicts.merged(ops, report, 0.0)
+
+
+def _run_ops(ops, shard, tolerance, special) -> tuple[Report | int, dict | None]:
+  units = engine.work_units(ops, _DTYPES.value, _BACKENDS.value)
+  job_count = 1 if _WATCH.value else _JOBS.value or (1 if shard else jobs.default(
       sum(backend != "numpy" for *_, backend in units)))
   if job_count > 1 and shard:
     raise CrossgradError("--jobs above 1 runs shards of its own, not in a Bazel test shard",
@@ -237,8 +313,8 @@ def _run() -> tuple[Report | int, dict | None]:
     started = time.perf_counter()
     verbosity = ("verbosity",) if flags.FLAGS["verbosity"].present else ()  # `quiet`.
     report = jobs.run(job_count, jobs.flag_arguments(
-        (*shards.ROW_FLAGS, "compile_cache", "cache_dir", *verbosity)),
-        progress_lib.Progress(units))
+        (*shards.ROW_FLAGS, "compile_cache", "cache_dir", *verbosity))
+        + ["--ops=" + ",".join(op.name for op in ops)], progress_lib.Progress(units))
     if not isinstance(report, int):
       report.seconds = time.perf_counter() - started
     return _diagnosed(report, ops), None

@@ -100,3 +100,8 @@ def lookup(op: str, backend: str, impl: str | None) -> Kernel | None:
                          expected=" or ".join([repr(EMITTED), *map(repr, found)]),
                          actual=repr(impl))
   return found[impl]
+
+
+def registered() -> list[Kernel]:
+  """Every registered kernel, by op and backend, in the order they were registered."""
+  return [kernel for found in _KERNELS.values() for kernel in found.values()]

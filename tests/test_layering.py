@@ -129,10 +129,12 @@ ALLOWED = {
     "tf1": {"registry", "backends", "checker", "cli", "api"},
     # The porting tool writes registry definitions and proves them with the checker.
     "port": {"registry", "checker", "cli", "tf1"},
+    "testing": {"registry", "checker"},
     "examples": {"registry", "backends", "checker", "cli", "sparse", "bernoulli", "api",
                  "layers", "crossgrad", "distributed", "tf1"},
     "benchmarks": {"registry", "backends", "checker", "cli", "sparse", "bernoulli", "api",
-                   "layers", "crossgrad", "distributed", "tf1", "examples", "check", "port"},
+                   "layers", "crossgrad", "distributed", "tf1", "examples", "check", "port",
+                   "testing"},
 }
 # Known: the checker's Keras rows start `crossgrad.api.keras_worker`, a process running the
 # layer above (tests/test_layering.py counts the name; docs/architecture.md).
