@@ -37,7 +37,8 @@ def test_an_ops_overflow_is_logged_not_printed_as_crossgrads(tmp_path):
   log = re.search(r"all of them: (\S+)$", line).group(1)
   text = open(log).read()
   assert f"{path}:9: RuntimeWarning: overflow encountered in exp" in text  # backward.
-  assert "crossgrad/checker/" in text  # Raised in crossgrad's files on the op's values.
+  # Raised outside the op's file too (crossgrad's diagnosis, NumPy), on the op's values.
+  assert [l for l in text.splitlines() if "Warning:" in l and str(path) not in l]
 
 
 def test_lines_counts_each_distinct_warning_once():
