@@ -1,0 +1,154 @@
+"""Input variants derived from an op's sample: shapes and values beyond the one sample the
+other rows see (``variant`` rows, docs/cross-check.md).
+
+Per differentiable input: each axis set to size 1 (its first slice) or dropped (its first
+index), and an extra leading axis of size 1 and of size 2 (two copies); an extra leading
+axis on every input at once; a size-1 batch (the first slice of every input whose leading
+axis has the first differentiable input's size); every differentiable input scaled by 10
+and by 100. The op says which it takes: `accepts` runs the reference forward, and a variant
+it rejects (raises: the op's declared contract, ``check_inputs``, ``check_values``; or
+non-finite outputs where the sample's are finite) is left out, never failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import numpy as np
+
+from crossgrad.checker import compare
+from crossgrad.registry import validation
+from crossgrad.registry.errors import CrossgradError
+from crossgrad.registry.opdef import OpDef
+
+POLICIES = ("default", "all", "none")
+# What a variant changes: an axis of one input (size 1, dropped), a leading axis (one input,
+# all), the batch, the values.
+FAMILIES = ("axis", "leading", "batch", "scale")
+# The families whose first variant the backends run by default (every variant: "all"): each
+# new shape is a new trace and compile in every compiled mode (and in JAX's eager dispatch),
+# the check's dearest step, while the reference's rows cover every variant.
+BACKEND_FAMILIES = ("leading", "axis")
+SCALES = (10, 100)
+COPIES = 2  # The size of the extra leading axis of more than one element.
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  """One variant: its ``name`` as rows show it (``bias: (5,) -> (1,)``), its inputs, the
+  input it changes (None: several), and whether its values are scaled (compared in float64
+  only: they test the backward's logic, not rounding at large magnitudes)."""
+
+  name: str
+  inputs: list[np.ndarray]
+  family: str  # One of `FAMILIES`.
+  input: str | None = None
+  scale: int = 1
+
+  @property
+  def scaled(self) -> bool:
+    return self.scale != 1
+
+
+def policy(variants: bool | str | None, argument: str = "variants") -> str | None:
+  """``variants`` as `cross_check` takes it: "default" (True: eager and one compiled mode
+  per backend), "all" (every execution mode) or None (False, "none": no variant rows)."""
+  if variants is True or variants == "default":
+    return "default"
+  if variants is None or variants is False or variants == "none":
+    return None
+  if variants == "all":
+    return "all"
+  raise CrossgradError("unknown variants policy", argument=argument,
+                       expected="'default', 'all' or 'none'", actual=repr(variants))
+
+
+def for_backends(found: Sequence[Variant], chosen: str) -> list[Variant]:
+  """The variants the backends run: every one ("all"), else the first of each of
+  `BACKEND_FAMILIES`, the leading axis on every input before one input's."""
+  if chosen == "all":
+    return list(found)
+  ordered = sorted(found, key=lambda v: v.input is not None)  # Stable: all inputs first.
+  return [v for family in BACKEND_FAMILIES
+          for v in [next((v for v in ordered if v.family == family), None)] if v]
+
+
+def modes(module: Any, chosen: str) -> tuple[str, ...]:
+  """The execution modes a backend runs variants in: eager and its first compiled mode
+  ("default"), or every one ("all")."""
+  return tuple(module.MODES) if chosen == "all" else tuple(module.MODES[:2])
+
+
+def _shape(x: np.ndarray) -> str:
+  return str(tuple(int(d) for d in x.shape))
+
+
+def _changed(inputs: Sequence[np.ndarray], i: int, x: np.ndarray) -> list[np.ndarray]:
+  return [x if k == i else v for k, v in enumerate(inputs)]
+
+
+def _per_input(op: OpDef, inputs: Sequence[np.ndarray]) -> list[Variant]:
+  found = []
+  for i in op.diff_argnums:
+    x, name = inputs[i], op.input_names[i]
+    if not compare.is_floating(x.dtype):
+      continue
+    shapes = [(np.take(x, [0], axis=axis), "axis") for axis in range(x.ndim)
+              if x.shape[axis] > 1]
+    shapes += [(np.take(x, 0, axis=axis), "axis") for axis in range(x.ndim) if x.shape[axis]]
+    shapes += [(x[None], "leading"), (np.stack([x] * COPIES), "leading")]
+    found += [Variant(f"{name}: {_shape(x)} -> {_shape(y)}", _changed(inputs, i, y), family,
+                      name) for y, family in shapes]
+  return found
+
+
+def _batch_of_one(op: OpDef, inputs: Sequence[np.ndarray]) -> list[Variant]:
+  first = next((inputs[i] for i in op.diff_argnums if inputs[i].ndim), None)
+  if first is None or first.shape[0] < 2:
+    return []
+  size = first.shape[0]
+  cut = [x[:1] if x.ndim and x.shape[0] == size else x for x in inputs]
+  return [Variant(f"batch of 1 (of {size})", cut, "batch")]
+
+
+def derive(op: OpDef, inputs: Sequence[np.ndarray], scaled: bool = True) -> list[Variant]:
+  """The variants of ``inputs`` (the sample), in order, each set of shapes once (the first
+  name kept); ``scaled``: with the scaled values."""
+  inputs = [np.asarray(x) for x in inputs]
+  found = _per_input(op, inputs)
+  if len(inputs) > 1:
+    found += [Variant(f"all inputs: extra leading axis of {n}",
+                      [np.stack([x] * n) for x in inputs], "leading") for n in (1, COPIES)]
+  found += _batch_of_one(op, inputs)
+  if scaled and any(compare.is_floating(inputs[i].dtype) for i in op.diff_argnums):
+    found += [Variant(f"values x{k}", [x * k if i in op.diff_argnums
+                                        and compare.is_floating(x.dtype) else x
+                                        for i, x in enumerate(inputs)], "scale", scale=k)
+              for k in SCALES]
+  seen, unique = {(tuple(x.shape for x in inputs), 1)}, []
+  for v in found:
+    key = (tuple(x.shape for x in v.inputs), v.scale)
+    if key not in seen:
+      seen.add(key)
+      unique.append(v)
+  return unique
+
+
+def finite(outputs: Any) -> bool:
+  """Every floating output finite."""
+  return all(np.all(np.isfinite(o)) for o in validation.as_tuple(outputs)
+             if compare.is_inexact(np.asarray(o).dtype))
+
+
+def accepts(reference: Any, op: OpDef, params: dict, variant: Variant,
+            sample_finite: bool) -> tuple[bool, Any, str]:
+  """Whether the op takes the variant: ``(taken, (outputs, vjp_fn) or None, why not)``."""
+  try:
+    with np.errstate(all="ignore"):
+      outputs, vjp_fn = reference.vjp(op, *variant.inputs, **params)
+  except Exception as e:  # pylint: disable=broad-except  # The op's contract rejects it.
+    return False, None, f"{type(e).__name__}"
+  if sample_finite and not finite(outputs):
+    return False, None, "non-finite outputs"
+  return True, (outputs, vjp_fn), ""
