@@ -74,7 +74,7 @@ CASES = {
         lambda xp, r, g: _dot_backward(xp, r, g),
         lambda xp, r, g: _squeezed_dot_backward(xp, r, g),
         lambda rng: (rng.standard_normal((4, 3)), rng.standard_normal(3)),
-        "x", "x: (4, 3) -> (1, 3)", "shape"),
+        "x", "batch of 1 (of 4)", "shape"),
     "log_softmax": (
         _log_softmax_forward,
         lambda xp, r, g: (g - xp.exp(r[0]) * xp.sum(g, axis=-1, keepdims=True),),
@@ -194,11 +194,15 @@ def test_derived_variants_are_named_by_what_they_change():
   op = cg.OpDef("t_variants_names", _bias_forward, CASES["bias_tanh"][1])
   names = [v.name for v in variants.derive(op, [np.zeros((4, 3)), np.zeros(3)])]
   assert names == [
-      "x: (4, 3) -> (1, 3)", "x: (4, 3) -> (4, 1)", "x: (4, 3) -> (3,)", "x: (4, 3) -> (4,)",
+      "batch of 1 (of 4)", "x: (4, 3) -> (4, 1)", "x: (4, 3) -> (3,)", "x: (4, 3) -> (4,)",
       "x: (4, 3) -> (1, 4, 3)", "x: (4, 3) -> (2, 4, 3)", "bias: (3,) -> (1,)",
       "bias: (3,) -> ()", "bias: (3,) -> (1, 3)", "bias: (3,) -> (2, 3)",
       "all inputs: extra leading axis of 1", "all inputs: extra leading axis of 2",
-      "values x10", "values x100"]  # The batch of 1 is x's (1, 3), named once.
+      "values x10", "values x100"]  # x: (4, 3) -> (1, 3) is the batch of 1, named once.
+  log_softmax = cg.OpDef("t_variants_one", _log_softmax_forward, CASES["log_softmax"][1])
+  assert [v.name for v in variants.derive(log_softmax, [np.zeros((4, 5))])] == [
+      "batch of 1 (of 4)", "x: (4, 5) -> (1, 4, 5)", "x: (4, 5) -> (2, 4, 5)", "values x10",
+      "values x100"]  # One input: no other it could broadcast against.
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -20,12 +20,12 @@ from crossgrad.registry import validation
 SHOWN = 6  # Rejected variants a skipped row names.
 
 
-def _sample_finite(reference, op, params, inputs) -> bool | None:
-  """Whether the reference's outputs on the sample are finite; None where it raises (the
-  sample's own rows say so)."""
+def _sample_outputs(reference, op, params, inputs):
+  """The reference's outputs on the sample; None where it raises (the sample's own rows
+  say so)."""
   try:
     with np.errstate(all="ignore"):
-      return variants.finite(reference.vjp(op, *inputs, **params)[0])
+      return reference.vjp(op, *inputs, **params)[0]
   except Exception:  # pylint: disable=broad-except
     return None
 
@@ -38,12 +38,14 @@ def reference(run: setting.ReferenceRun) -> list[Row]:
   if run.variants is None or wide is None or any(np.iscomplexobj(x) for x in wide):
     return []
   numpy = base.load("numpy")
-  finite = _sample_finite(numpy, op, params, wide)
-  if finite is None:
+  sample_outputs = _sample_outputs(numpy, op, params, wide)
+  if sample_outputs is None:
     return []
   rows, rejected = [], []
   for variant in variants.derive(op, wide):
-    taken, _, why = variants.accepts(numpy, op, params, variant, finite)
+    taken, result, why = variants.accepts(numpy, op, params, variant, sample_outputs)
+    if taken and variants.kinked(numpy, op, params, variant, result[0], run.seed):
+      taken, why = False, "a kink or tie there"
     if not taken:
       rejected.append(f"{variant.name} ({why})")
       continue
@@ -78,10 +80,9 @@ def cases(target: setting.Target, seed: int, chosen: str) -> list[Case]:
   if "cases" in target.variant_cases:
     return target.variant_cases["cases"]
   numpy, op, params = base.load("numpy"), target.op, target.params
-  finite = variants.finite(target.outputs)
   taken = []
   for variant in variants.derive(op, target.inputs, scaled=target.higher.dtype == "float64"):
-    accepted, result, _ = variants.accepts(numpy, op, params, variant, finite)
+    accepted, result, _ = variants.accepts(numpy, op, params, variant, target.outputs)
     if accepted:
       taken.append((variant, result))
   chosen_ones = {id(v) for v in variants.for_backends([v for v, _ in taken], chosen)}
