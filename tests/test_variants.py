@@ -210,3 +210,21 @@ def test_builtin_ops_pass_their_variants_across_seeds(seed):
   report = cg.cross_check(list(BUILTIN), backends=[], seed=seed)
   failing = [r for r in report.failures if r.check != "declared"]
   assert not failing, report.table(rows=failing)
+
+
+def test_a_variant_that_ties_a_maximum_is_skipped_not_failed():
+  """max(x) over every element: two copies of the sample (a leading axis of 2) tie the
+  maximum, where the forward has no derivative for finite differences to check."""
+  def backward(xp, r, g):
+    x, top = r
+    first = xp.cumulative_sum(xp.astype(xp.reshape(x, (-1,)) == top, x.dtype)) == 1
+    picked = xp.reshape(first & (xp.reshape(x, (-1,)) == top), x.shape)
+    return (xp.where(picked, g, 0.0 * g),)
+
+  op = cg.OpDef("t_variants_max", lambda xp, x: (xp.max(x), (x, xp.max(x))), backward,
+                sample=lambda rng: (rng.standard_normal((3, 4)),))
+  report = cg.cross_check([op], backends=[])
+  assert report.ok, report.table(True)
+  (skipped,) = [r for r in report.rows if r.check == "skipped"]
+  assert "x: (3, 4) -> (2, 3, 4) (a kink or tie there)" in skipped.note
+  assert "values x10" in {r.variant for r in report.rows if r.check == "variant"}
