@@ -26,12 +26,12 @@ from crossgrad.registry.opdef import OpDef
 
 POLICIES = ("default", "all", "none")
 # What a variant changes: an axis of one input (size 1, dropped), a leading axis (one input,
-# all), the batch, the values.
-FAMILIES = ("axis", "leading", "batch", "scale")
+# all), the batch, the values, the cotangents (zeros: `rows.variant_rows`).
+FAMILIES = ("axis", "leading", "batch", "scale", "cotangent")
 # The families whose first variant the backends run by default (every variant: "all"): each
 # new shape is a new trace and compile in every compiled mode (and in JAX's eager dispatch),
 # the check's dearest step, while the reference's rows cover every variant.
-BACKEND_FAMILIES = ("leading", "axis")
+BACKEND_FAMILIES = ("leading", "axis")  # And the zero cotangents, which compile nothing new.
 SCALES = (10, 100)
 COPIES = 2  # The size of the extra leading axis of more than one element.
 

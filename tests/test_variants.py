@@ -228,3 +228,25 @@ def test_a_variant_that_ties_a_maximum_is_skipped_not_failed():
   (skipped,) = [r for r in report.rows if r.check == "skipped"]
   assert "x: (3, 4) -> (2, 3, 4) (a kink or tie there)" in skipped.note
   assert "values x10" in {r.variant for r in report.rows if r.check == "variant"}
+
+
+def _two_outputs(xp, x):
+  return (xp.sin(x), xp.cos(x)), (x,)
+
+
+def test_zero_cotangents_give_the_reference_s_finite_cotangents():
+  """Cotangents exactly 0 at some elements, and one output's all zeros (what frameworks
+  pass for an unused output), in each backend: the reference's cotangents, finite."""
+  def backward(xp, r, g):
+    (x,), (g0, g1) = r, g
+    return (g0 * xp.cos(x) - g1 * xp.sin(x),)
+
+  op = cg.OpDef("t_variants_zero_g", _two_outputs, backward,
+                sample=lambda rng: (rng.standard_normal((3, 4)),))
+  report = cg.cross_check([op], backends=["jax"], dtypes=["float64"], modes=["eager"],
+                          special=False)
+  assert report.ok, report.table(True)
+  zeros = {r.variant for r in report.rows if r.check == "variant" and r.backend == "jax"
+           and "cotangent" in r.variant}
+  assert zeros == {"cotangent 0 at every other element", "output 0's cotangent all zeros",
+                   "output 1's cotangent all zeros"}

@@ -101,7 +101,39 @@ def cases(target: setting.Target, seed: int, chosen: str) -> list[Case]:
     except Exception:  # pylint: disable=broad-except  # The reference's row fails.
       continue
     found.append(Case(variant, cotangent, outs, tuple(cts)))
+  found += _zero_cotangents(target)
   target.variant_cases["cases"] = found
+  return found
+
+
+def _zero_cotangents(target: setting.Target) -> list[Case]:
+  """The sample with cotangents exactly 0 at every other element, and (several outputs)
+  with one output's cotangent all zeros: a backward must give finite cotangents, the
+  reference's, where a framework passes zeros (or none) upstream."""
+  cotangent = [None if c is None else np.asarray(c) for c in target.cotangent]
+  chosen = []
+  if any(c is not None and c.size > 1 for c in cotangent):
+    holes = []
+    for c in cotangent:
+      holes.append(None if c is None else c.copy())
+      if c is not None:
+        holes[-1].reshape(-1)[::2] = 0
+    chosen.append(("cotangent 0 at every other element", holes))
+  if sum(c is not None for c in cotangent) > 1:
+    chosen += [(f"output {k}'s cotangent all zeros",
+                [np.zeros_like(c) if k == j and c is not None else c
+                 for j, c in enumerate(cotangent)])
+               for k, c in enumerate(cotangent) if c is not None]
+  found = []
+  for name, g in chosen:
+    try:
+      with np.errstate(all="ignore"):
+        outputs, vjp_fn = base.load("numpy").vjp(target.op, *target.inputs, **target.params)
+        cts = vjp_fn(tuple(g) if isinstance(outputs, tuple) else g[0])
+    except Exception:  # pylint: disable=broad-except  # The sample's rows say why.
+      continue
+    found.append(Case(variants.Variant(name, list(target.inputs), "cotangent"), g,
+                      validation.as_tuple(outputs), tuple(cts)))
   return found
 
 
@@ -125,6 +157,13 @@ def backend(run: setting.ModeRun) -> list[Row]:
   narrowed = round_trips.narrows_integers(run.module, context.mode)
   rows = []
   for case in cases(target, run.settings.seed, run.settings.variants):
+    if case.variant.family == "cotangent" and not variants.finite(
+        [c for c in case.cotangents if c is not None]):
+      rows.append(dataclasses.replace(context.row(
+          Check.VARIANT, None, target.tolerance, False, "the reference's cotangents are not "
+          "finite where the cotangent is 0: a backward must not divide by g"),
+          variant=case.variant.name))
+      continue
     started = time.perf_counter()
     try:
       outputs, cts = run.module.evaluate(target.op, target.params, case.variant.inputs,
