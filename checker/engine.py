@@ -204,8 +204,7 @@ def cross_check(
     units: run only these units of work (`work_units`; default all): one shard of a
       check split across processes (`crossgrad.checker.shards`).
     impls: "emitted" and kernels' names (docs/kernels.md) to check; default all of them.
-    variants: ``variant`` rows on inputs derived from the sample (`variants`): "default"
-      (eager and one compiled mode per backend), "all" (every execution mode) or "none".
+    variants: ``variant`` rows (`variants`): "default", "all" (every mode) or "none".
 
   Returns:
     A `Report`; ``report.ok`` is True only if every row passed and one checked something.
@@ -214,22 +213,23 @@ def cross_check(
     CrossgradError: an unknown op, backend, dtype, device, mode, tolerance, special-value
       policy or precision, or a selection that checks nothing (`selection`).
   """
-  start = time.perf_counter()
-  opdefs = selection.ops(ops)
-  reference = _load("numpy")
+  start, opdefs, reference = time.perf_counter(), selection.ops(ops), _load("numpy")
   backends = _default_backends() if backends is None else backends
   modules = selection.backends(backends)
   resolved = selection.check(opdefs, modules, dtypes, devices, modes)
   settings = setting.Settings(devices, modes, seed, progress or (lambda _: None),
                               compare.check_tolerance(tolerance),
                               special_values.policy(special), determinism,
-                              None if units is None else frozenset(units),
-                              None if impls is None else frozenset(impls),
-                              variants_lib.policy(variants), _variant_dtype(resolved))
+                              _frozen(units), _frozen(impls), variants_lib.policy(variants),
+                              _variant_dtype(resolved))
   warming = _warm_up(modules, modes, settings)
   with pinned(modules, precision):
     rows = _rows(opdefs, inputs, resolved, backends, reference, modules, settings, warming)
   return Report(rows, time.perf_counter() - start, _environment(modules))
+
+
+def _frozen(values: Collection | None) -> frozenset | None:
+  return None if values is None else frozenset(values)
 
 
 def _variant_dtype(dtypes: Collection[str]) -> str | None:
