@@ -38,19 +38,16 @@ COPIES = 2  # The size of the extra leading axis of more than one element.
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-  """One variant: its ``name`` as rows show it (``bias: (5,) -> (1,)``), its inputs, the
-  input it changes (None: several), and whether its values are scaled (compared in float64
-  only: they test the backward's logic, not rounding at large magnitudes)."""
+  """One variant: its ``name`` as rows show it (``bias: (5,) -> (1,)``), its inputs, its
+  family, the input it changes (None: several), and the factor its values are scaled by
+  (compared in float64 only: they test the backward's logic, not rounding at large
+  magnitudes)."""
 
   name: str
   inputs: list[np.ndarray]
   family: str  # One of `FAMILIES`.
   input: str | None = None
   scale: int = 1
-
-  @property
-  def scaled(self) -> bool:
-    return self.scale != 1
 
 
 def policy(variants: bool | str | None, argument: str = "variants") -> str | None:
@@ -63,7 +60,7 @@ def policy(variants: bool | str | None, argument: str = "variants") -> str | Non
   if variants == "all":
     return "all"
   raise CrossgradError("unknown variants policy", argument=argument,
-                       expected="'default', 'all' or 'none'", actual=repr(variants))
+                       expected=" or ".join(map(repr, POLICIES)), actual=repr(variants))
 
 
 def for_backends(found: Sequence[Variant], chosen: str) -> list[Variant]:

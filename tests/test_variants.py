@@ -250,3 +250,15 @@ def test_zero_cotangents_give_the_reference_s_finite_cotangents():
            and "cotangent" in r.variant}
   assert zeros == {"cotangent 0 at every other element", "output 0's cotangent all zeros",
                    "output 1's cotangent all zeros"}
+
+
+def test_all_runs_every_variant_in_the_backends():
+  op = _ops(planted=False)[1]  # tanh(x + bias)
+  report = cg.cross_check([op], backends=["jax"], dtypes=["float64"], modes=["eager"],
+                          special=False, variants="all")
+  assert report.ok, report.table(True)
+  rows = [r for r in report.rows if r.check == "variant"]
+  checked = {r.variant for r in rows if r.backend == "numpy"}
+  assert len(checked) > 5
+  assert {r.variant for r in rows if r.backend == "jax"} == checked | {
+      "cotangent 0 at every other element"}
