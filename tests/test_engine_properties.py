@@ -499,7 +499,7 @@ def _edge_op(x_shape, w_shape, bug: str | None = None, name: str = "t_edge") -> 
 
   def backward(xp, r, g):
     x, w, s = r
-    dx, dw = g[0] * w * s, xp.unbroadcast(g[0] * x * s, w)
+    dx, dw = xp.unbroadcast(g[0] * w * s, x), xp.unbroadcast(g[0] * x * s, w)
     if bug == "scaled" and xp.backend == TWIN:
       dx = 1.5 * dx
     if bug == "unbroadcast_as_mean" and xp.backend == TWIN:
