@@ -42,6 +42,10 @@ NO_ENTRY = "no translation for this call (not in the table)"
 EXTENSION = "call into a compiled extension or another module (its code is not Python here)"
 INDEXING = "indexing with an array (data-dependent shape or gather): not translated"
 UNSUPPORTED = "a construct the translator does not carry"
+EINSUM = ("einsum has no translation yet (write it with xp.matmul, xp.tensordot or sums of "
+          "products)")
+STOP_GRADIENT = ("stop_gradient: the op language has no gradient stop inside a definition "
+                 "(the op's backward is its whole gradient)")
 
 # Names a table example may use: x, y, z standard normal (3, 4); p, q positive (3, 4);
 # m boolean (3, 4); i integers in [0, 3) (3, 4); v a vector (4,); w a (4, 5) matrix;
@@ -189,6 +193,13 @@ def entry(spec: str, template: str | Callable[..., str], *, returns: str = ARRAY
   """An `Entry` (see its attributes); the signature is checked here."""
   _signature(spec)
   return Entry(spec, template, returns, tuple(examples), attribute)
+
+
+def refusal(why: str) -> Entry:
+  """An entry that refuses every call, with ``why``."""
+  def render(**args: Arg) -> str:
+    raise Refused(why)
+  return entry("*args, **kwargs", render)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,8 +9,9 @@ the bounds around the operand). Calls whose meaning the op language cannot carry
 
 from __future__ import annotations
 
-from crossgrad.port.translate import (EXTENSION, HOST_READ, PYTHON, RANDOM, VALUE_FLOW, VIEW,
-                                      Arg, Entry, Refused, Table, entry)
+from crossgrad.port.translate import (EINSUM, EXTENSION, HOST_READ, PYTHON, RANDOM,
+                                      STOP_GRADIENT, VALUE_FLOW, VIEW, Arg, Entry, Refused,
+                                      Table, entry, refusal)
 
 NP, LAX, NN = "jax.numpy", "jax.lax", "jax.nn"
 
@@ -165,15 +166,7 @@ def _one_hot(x: Arg, num_classes: Arg, dtype: Arg, axis: Arg) -> str:
   return f"xp.one_hot({x}, {num_classes}, dtype={kind})"
 
 
-def _refuse(why: str) -> Entry:
-  """An entry that refuses every call, with ``why``."""
-  def render(**args: Arg) -> str:
-    raise Refused(why)
-  return entry("*args, **kwargs", render)
 
-
-STOP_GRADIENT = ("stop_gradient: the op language has no gradient stop inside a definition "
-                 "(the op's backward is its whole gradient)")
 _UNARY = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "log2": "log2",
           "log10": "log10", "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan",
           "sinh": "sinh", "cosh": "cosh", "arctan": "atan", "abs": "abs",
@@ -264,9 +257,8 @@ NUMPY: dict[str, Entry] = {
                    examples=("jax.numpy.float32", "x.dtype")),
     "linalg.norm": entry("x, ord=None, axis=None, keepdims=False", _norm,
                          examples=("x", "x, axis=1", "x, 2, 0, True")),
-    "einsum": _refuse("einsum has no translation yet (write it with xp.matmul, "
-                      "xp.tensordot or sums of products)"),
-    "take": _refuse("jnp.take's out-of-range rule (fill, negative indices wrap) differs "
+    "einsum": refusal(EINSUM),
+    "take": refusal("jnp.take's out-of-range rule (fill, negative indices wrap) differs "
                     "from xp.take's (zeros): write it with xp.take"),
 }
 
@@ -287,8 +279,8 @@ LAX_ENTRIES: dict[str, Entry] = {
                     examples=("m, x, y",)),
     "clamp": entry("min, x, max", "xp.clip({x}, min={min}, max={max})",
                    examples=("-0.5, x, 0.5",)),
-    "stop_gradient": _refuse(STOP_GRADIENT),
-    **{k: _refuse(f"{VALUE_FLOW}: lax.{k}") for k in (
+    "stop_gradient": refusal(STOP_GRADIENT),
+    **{k: refusal(f"{VALUE_FLOW}: lax.{k}") for k in (
         "cond", "switch", "while_loop", "fori_loop", "scan", "map")},
 }
 
@@ -343,7 +335,7 @@ METHODS: dict[str, Entry] = {
                      examples=("s", "s, 1")),
     "clip": entry("a, min=None, max=None", "xp.clip({a}, min={min}, max={max})",
                   examples=("x, -0.5, 0.5",)),
-    "item": _refuse(HOST_READ), "tolist": _refuse(HOST_READ),
+    "item": refusal(HOST_READ), "tolist": refusal(HOST_READ),
 }
 
 

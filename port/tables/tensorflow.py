@@ -11,8 +11,9 @@ their own below.
 
 from __future__ import annotations
 
-from crossgrad.port.translate import (EXTENSION, HOST_READ, PYTHON, RANDOM, VIEW, Arg,
-                                      Entry, Refused, Table, entry)
+from crossgrad.port.translate import (EINSUM, EXTENSION, HOST_READ, PYTHON, RANDOM,
+                                      STOP_GRADIENT, VIEW, Arg, Entry, Refused, Table, entry,
+                                      refusal)
 from crossgrad.tf1 import op_xp
 
 TF = "tensorflow"
@@ -155,15 +156,7 @@ def _one_hot(indices: Arg, depth: Arg, on_value: Arg, off_value: Arg, axis: Arg,
   return f"xp.one_hot({indices}, {depth}, dtype={'xp.float32' if dtype.is_none else dtype})"
 
 
-def _refuse(why: str) -> Entry:
-  """An entry that refuses every call, with ``why``."""
-  def render(**args: Arg) -> str:
-    raise Refused(why)
-  return entry("*args, **kwargs", render)
 
-
-STOP_GRADIENT = ("stop_gradient: the op language has no gradient stop inside a definition "
-                 "(the op's backward is its whole gradient)")
 _CLIP = op_xp.expression("Maximum", op_xp.expression("Minimum", "{t}", "{clip_value_max}"),
                          "{clip_value_min}")  # TF's clip_by_value: Minimum, then Maximum.
 
@@ -241,12 +234,11 @@ OWN: dict[str, Entry] = {
     "nn.l2_loss": entry("t, name=None", "(xp.sum({t} * {t}) / 2)", examples=("x",)),
     "one_hot": entry("indices, depth, on_value=None, off_value=None, axis=None, "
                      "dtype=None, name=None", _one_hot, examples=("i, 3",)),
-    "stop_gradient": _refuse(STOP_GRADIENT),
-    "math.erf": _refuse("erf has no function in the op language"),
-    "gather": _refuse("tf.gather raises on out-of-range indices on CPU (zeros on GPU): "
+    "stop_gradient": refusal(STOP_GRADIENT),
+    "math.erf": refusal("erf has no function in the op language"),
+    "gather": refusal("tf.gather raises on out-of-range indices on CPU (zeros on GPU): "
                       "write it with xp.take, whose rule is zeros everywhere"),
-    "einsum": _refuse("einsum has no translation yet (write it with xp.matmul, "
-                      "xp.tensordot or sums of products)"),
+    "einsum": refusal(EINSUM),
 }
 OWN["nn.swish"] = OWN["nn.silu"]
 OWN["linalg.matmul"] = OWN["matmul"]
@@ -256,7 +248,7 @@ METHODS: dict[str, Entry] = {
     "dtype": entry("a", "{a}.dtype", returns=PYTHON, attribute=True, examples=("x", "i")),
     "ndim": entry("a", "{a}.ndim", returns=PYTHON, attribute=True, examples=("x",)),
     "get_shape": entry("a", "{a}.shape", returns=PYTHON, examples=("x",)),
-    "numpy": _refuse(HOST_READ),
+    "numpy": refusal(HOST_READ),
 }
 
 _DTYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "uint8", "bool",

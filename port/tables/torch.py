@@ -8,8 +8,8 @@ that is not 1 alone, ``max(input, dim)`` is ``(values, indices)``.
 
 from __future__ import annotations
 
-from crossgrad.port.translate import (HOST_READ, PYTHON, RANDOM, VIEW, Arg, Entry, Refused,
-                                      Table, entry)
+from crossgrad.port.translate import (EINSUM, HOST_READ, PYTHON, RANDOM, VIEW, Arg, Entry,
+                                      Refused, Table, entry, refusal)
 
 F = "torch.nn.functional"
 
@@ -224,12 +224,6 @@ def _transpose(input: Arg, dim0: Arg, dim1: Arg) -> str:
           f"for k in range({input}.ndim)))")
 
 
-def _refuse(why: str) -> Entry:
-  """An entry that refuses every call, with ``why``."""
-  def render(**args: Arg) -> str:
-    raise Refused(why)
-  return entry("*args", render)
-
 
 _UNARY = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "log2": "log2",
           "log10": "log10", "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan",
@@ -328,7 +322,7 @@ SHARED: dict[str, Entry] = {
                   examples=("x", "x, dim=0")),
     "norm": entry("input, p='fro', dim=None, keepdim=False, dtype=None", _norm,
                   examples=("x", "x, dim=1", "x, 1, 0, True")),
-    "erf": _refuse("erf has no function in the op language"),
+    "erf": refusal("erf has no function in the op language"),
 }
 
 # torch.NAME only.
@@ -378,8 +372,7 @@ FUNCTIONS: dict[str, Entry] = {
                      examples=("x, (2, 6)", "x, (-1,)")),
     "where": entry("condition, input, other", "xp.where({condition}, {input}, {other})",
                    examples=("m, x, y", "m, x, 0.0")),
-    "einsum": _refuse("einsum has no translation yet (write it with xp.matmul, "
-                      "xp.tensordot or sums of products)"),
+    "einsum": refusal(EINSUM),
 }
 
 # Tensor.NAME only (receiver first).
@@ -407,7 +400,7 @@ METHODS: dict[str, Entry] = {
     "cpu": entry("input", "{input}", returns=VIEW, examples=("x",)),
     "float": _cast("float32"),
     "double": _cast("float64"),
-    "half": _refuse("float16 is not a dtype of the op language"),
+    "half": refusal("float16 is not a dtype of the op language"),
     "long": _cast("int64"),
     "int": _cast("int32"),
     "bool": _cast("bool"),
@@ -435,9 +428,9 @@ METHODS: dict[str, Entry] = {
     "ndimension": entry("input", "{input}.ndim", returns=PYTHON, examples=("x",)),
     "numel": FUNCTIONS["numel"],
     "is_floating_point": FUNCTIONS["is_floating_point"],
-    "item": _refuse(HOST_READ),
-    "tolist": _refuse(HOST_READ),
-    "numpy": _refuse(HOST_READ),
+    "item": refusal(HOST_READ),
+    "tolist": refusal(HOST_READ),
+    "numpy": refusal(HOST_READ),
     "shape": entry("input", "{input}.shape", returns=PYTHON, attribute=True,
                    examples=("x",)),
     "dtype": entry("input", "{input}.dtype", returns=PYTHON, attribute=True,
@@ -472,7 +465,7 @@ FUNCTIONAL: dict[str, Entry] = {
     "normalize": entry("input, p=2.0, dim=1, eps=1e-12, out=None", _normalize,
                        examples=("x", "x, dim=0", "x, 1.0, 1")),
     "one_hot": entry("tensor, num_classes=-1", _one_hot, examples=("i, 3",)),
-    "dropout": _refuse(RANDOM),
+    "dropout": refusal(RANDOM),
 }
 
 TABLE = Table(
