@@ -89,7 +89,7 @@ def ported(out_dir: str):
                            settings=CheckSettings(modes=("eager",), dtypes=("float32",)))
   bad = [r for r in results if r.status != "ported"]
   if bad:
-    raise cg.CrossgradError("the benchmark's functions did not port",
+    raise cg.CrossgradError("the benchmark's functions did not port", argument=path,
                             actual=[(r.definition.name, r.status, r.reasons) for r in bad])
   module = sys.modules.get("bench_functions") or selection.load_module(path)
   return module, {r.definition.name: r.op for r in results}

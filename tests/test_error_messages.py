@@ -19,6 +19,9 @@ OP_NAMES = {"op", "opdef", "op_name"}  # Variables that hold the op a message is
 NO_OP = {
     ("registry/op_registry.py", "register takes an OpDef"): "the value is not an OpDef",
     ("registry/opdef.py", "invalid op name"): "the name itself is what is wrong",
+    ("checker/main.py", "--jobs above 1 runs shards of its own, not in a Bazel test shard"):
+        "a combination of flags, before any op runs",
+    ("checker/module_ops.py", "cannot import the module"): "the module, not an op, failed",
 }
 DOUBLED = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
 
