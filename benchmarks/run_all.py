@@ -39,7 +39,8 @@ BENCHMARKS = ("check_cost", "import_cost", "overhead", "tf1_idiom", "dispatch",
 # settings() yet; kernels: registered native kernels against their emitted ops, run where the
 # kernels' hardware is (on CPU it times the Pallas and Triton interpreters).
 # loop: fresh processes of the check binary, its --watch and pytest, run alone.
-PENDING = ("keras_step", "tensorflow_array_overhead", "torch_array_overhead", "kernels", "loop")
+PENDING = ("keras_step", "tensorflow_array_overhead", "torch_array_overhead", "kernels", "loop",
+           "port_overhead")
 # Programs that are no benchmark: array_api_conformance runs the Array API test suite
 # (given its checkout); docs_tables writes docs/benchmarks.md from run_all's JSON.
 TOOLS = ("array_api_conformance", "docs_tables")
