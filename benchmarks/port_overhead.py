@@ -11,12 +11,9 @@ eager and under ``torch.compile``. Runs are interleaved; each figure is the medi
 
 from __future__ import annotations
 
-import json
 import os
-import platform
 import sys
 import tempfile
-import time
 
 from absl import flags
 import numpy as np
@@ -121,26 +118,13 @@ def variants(rows: int, features: int, modes, out_dir: str) -> dict[str, object]
   return found
 
 
-def measure(runs: dict[str, object], repeats: int) -> dict[str, float]:
-  """Median seconds per variant, runs interleaved (after two warm-up calls each)."""
-  times = {name: [] for name in runs}
-  for fn in runs.values():
-    fn()
-    fn()
-  for _ in range(repeats):
-    for name, fn in runs.items():
-      start = time.perf_counter()
-      fn()
-      times[name].append(time.perf_counter() - start)
-  return {name: float(np.median(t)) for name, t in times.items()}
-
-
 def run(rows: int = ROWS, features: int = FEATURES, repeats: int = REPEATS,
         modes=MODES, json_path: str | None = None) -> dict:
   """Runs the benchmark, prints its table, writes JSON; returns the JSON payload."""
   import torch  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory(prefix="crossgrad-port-bench-") as out_dir:
-    medians = measure(variants(rows, features, modes, out_dir), repeats)
+    medians = timing.interleaved_medians(variants(rows, features, modes, out_dir), repeats,
+                                        warmup=2)
   print(f"value and gradient of sum(f(x)**2), x of ({rows}, {features}) float32, median of "
         f"{repeats} interleaved runs")
   print(f"{'mode':8s} {'definition':10s} {'original us':>12s} {'ported us':>10s} "
@@ -155,15 +139,9 @@ def run(rows: int = ROWS, features: int = FEATURES, repeats: int = REPEATS,
     print(f"{mode:8s} {name:10s} {original * 1e6:12.1f} {port * 1e6:10.1f} "
           f"{port / original:16.2f}")
   report = {"rows_shape": [rows, features], "repeats": repeats, "rows": table,
-            "environment": {"python": platform.python_version(),
-                            "platform": platform.platform(), "processor": platform.processor(),
-                            "cpus": os.cpu_count(), "numpy": np.__version__,
-                            "torch": torch.__version__,
-                            "torch_threads": torch.get_num_threads()}}
+            "environment": {**timing.environment(), "torch_threads": torch.get_num_threads()}}
   if json_path:
-    os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
-    with open(json_path, "w", encoding="utf-8") as f:
-      json.dump(report, f, indent=2)
+    timing.write_json(json_path, report)
   return report
 
 

@@ -13,10 +13,6 @@ replay the TF grad with ``xp`` in JAX. Runs are interleaved; each figure is the 
 
 from __future__ import annotations
 
-import json
-import os
-import platform
-import time
 
 from absl import flags
 import numpy as np
@@ -83,20 +79,6 @@ def variants(size: int) -> dict[str, object]:
   return result
 
 
-def measure(size: int, repeats: int) -> dict[str, float]:
-  """Median seconds per variant, runs interleaved (after one warm-up call each)."""
-  runs = variants(size)
-  times = {name: [] for name in runs}
-  for fn in runs.values():
-    fn()
-  for _ in range(repeats):
-    for name, fn in runs.items():
-      start = time.perf_counter()
-      fn()
-      times[name].append(time.perf_counter() - start)
-  return {name: float(np.median(t)) for name, t in times.items()}
-
-
 def settings(quick: bool) -> dict:
   """run()'s arguments for a full or a quick run."""
   return {"size": SIZE, "repeats": 5 if quick else REPEATS}
@@ -105,8 +87,7 @@ def settings(quick: bool) -> dict:
 def run(size: int = SIZE, repeats: int = REPEATS, json_path: str | None = None) -> dict:
   """Runs the benchmark, prints its table, writes JSON; returns the JSON payload."""
   import jax  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  medians = measure(size, repeats)
+  medians = timing.interleaved_medians(variants(size), repeats)
   print(f"value and gradient of sum(custom_add(c, k, d)**2), {size} elements, median "
         f"of {repeats} interleaved runs")
   print(f"{'mode':10s} {'built-in us':>12s} {'ported us':>10s} {'native us':>10s} "
@@ -119,13 +100,10 @@ def run(size: int = SIZE, repeats: int = REPEATS, json_path: str | None = None) 
     print(f"{mode:10s} {builtin * 1e6:12.1f} {ported * 1e6:10.1f} {native * 1e6:10.1f} "
           f"{ported / builtin:16.2f} {native / builtin:16.2f}")
   report = {"size": size, "repeats": repeats, "rows": rows,
-            "environment": {"python": platform.python_version(), "platform": platform.platform(),
-                            "numpy": np.__version__, "tensorflow": tf.__version__,
-                            "jax": jax.__version__, "jax_devices": [str(d) for d in jax.devices()]}}
+            "environment": {**timing.environment(),
+                            "jax_devices": [str(d) for d in jax.devices()]}}
   if json_path:
-    os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
-    with open(json_path, "w") as f:
-      json.dump(report, f, indent=2)
+    timing.write_json(json_path, report)
   return report
 
 

@@ -19,7 +19,6 @@ def test_ported_and_builtin_variants_agree():
       ported = runs[f"{mode}/{label}"]()
       loss = ported[0] if isinstance(ported, tuple) else ported
       np.testing.assert_allclose(np.asarray(loss), np.asarray(expected), rtol=1e-6)
-  assert set(bench.measure(size=8, repeats=2)) == set(runs)
 
 
 def test_command_line_quick_run_writes_its_json(tmp_path):
