@@ -46,7 +46,8 @@ def _stored(nodes) -> set[str]:
 
 def _lambda_grad(fn: ast.Lambda, ret: ast.Return) -> ast.FunctionDef:
   """``return y, lambda dy: ...``: the lambda as a nested ``def grad(dy): return ...``."""
-  grad = ast.FunctionDef("grad", fn.args, [ast.Return(fn.body)], [], None, None, [])
+  grad = ast.FunctionDef(name="grad", args=fn.args, body=[ast.Return(fn.body)],
+                         decorator_list=[], returns=None, type_comment=None)
   return ast.fix_missing_locations(ast.copy_location(grad, ret))
 
 

@@ -90,8 +90,8 @@ class Arg:
   node: ast.expr | None = None
   parts: tuple["Arg", ...] = ()
 
-  def __str__(self) -> str:
-    return self.src
+  def __str__(self) -> str:  # Parenthesized where compound: renders append `.dtype` to it.
+    return _paren(self.src)
 
   @property
   def is_none(self) -> bool:

@@ -184,7 +184,7 @@ _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
 NUMPY: dict[str, Entry] = {
     **{k: _unary(v) for k, v in _UNARY.items()},
     **{k: _function2(v, ("m, m",) if v.startswith("logical") else ("x, y", "x, 0.5",
-                                                                     "0.5, y"))
+                                                                     "0.5, y", "2.0 * x, 0.5"))
        for k, v in _BINARY.items()},
     **{k: _binary(f"({{x}} {v} {{y}})") for k, v in _OPERATORS.items()},
     "power": _binary("({x} ** {y})", examples=("p, q", "p, 2")),
