@@ -6,6 +6,8 @@ status proved at a second sample with resized axes."""
 import numpy as np
 import pytest
 
+import crossgrad as cg
+
 from crossgrad.port import prove
 from crossgrad.port import resize
 
@@ -24,8 +26,8 @@ TF = {name: "ported" for name in (
     "log_cosh_loss", "round_ste")} | {"dense_relu": "refused"}
 EXPECTED = {"realistic_torch": TORCH, "realistic_jax": JAX, "realistic_tf": TF}
 # torch.compile and TF's XLA are slow to build: those files are checked in eager here
-# (the command's default adds the compiled mode); JAX's jit is cheap.
-MODES = {"realistic_torch": ("eager",), "realistic_jax": None, "realistic_tf": ("eager",)}
+# (the command's default adds the compiled mode).
+MODES = {"realistic_torch": ("eager",), "realistic_jax": ("eager",), "realistic_tf": ("eager",)}
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +108,8 @@ def test_resizing_grows_every_draw_consistently():
 
 def test_a_size_baked_into_the_original_is_found_at_the_second_sample(tmp_path):
   (result,) = port_cases.port_file("torch_shapes", str(tmp_path), ("eager",)).values()
+  cg.unregister(result.op)
+  cg.unregister_kernel(result.op, "torch", "original")
   assert result.status == "original_wrong", result.reasons
   (reason,) = result.reasons
   assert reason["why"].startswith("at the second sample (every axis"), reason
