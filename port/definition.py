@@ -59,6 +59,8 @@ class Definition:
     original: the original as an attribute path in its module ("MyFn.apply", "my_fn").
     unsupported_modes: ``{mode: reason}`` for the modes the ORIGINAL cannot run in
       (declared on its kernel: "jvp", "vmap", "compile", ...).
+    op_unsupported_modes: ``{"backend:mode": reason}`` for those the PORT cannot run in
+      (the `OpDef`'s: ``"jax:jvp"`` for a backward not linear in its cotangent).
     nondiff: input names that get no cotangent.
     num_outputs: how many arrays the forward returns (1: a single array, not a tuple).
     jvp_source: for a definition whose rule is a JVP, ``def jvp(xp, primals, tangents,
@@ -85,6 +87,7 @@ class Definition:
   residuals: tuple[str, ...] = ()
   original: str = ""
   unsupported_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  op_unsupported_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
   nondiff: tuple[str, ...] = ()
   num_outputs: int = 1
   jvp_source: str | None = None
@@ -126,6 +129,16 @@ def split_arguments(names: Sequence[str], sample: Sequence[Any] | None,
     else:
       inputs.append(name)
   return tuple(inputs), params, values
+
+
+def sample_mismatch(names: Sequence[str], sample: Sequence[Any] | None,
+                    defaults: Mapping[str, Any]) -> str | None:
+  """Why ``sample`` cannot be the positional arguments of a call taking ``names`` (None
+  where it can: as many values, or fewer with a Python default for each one left out)."""
+  if sample is None or len(sample) == len(names) or (
+      len(sample) < len(names) and all(n in defaults for n in names[len(sample):])):
+    return None
+  return f"the sample has {len(sample)} arguments"
 
 
 def samples(module: Any) -> Mapping[str, Any]:

@@ -127,6 +127,8 @@ def _op_text(d: Definition, stem: str, gradient: str) -> str:
     options.append(f"nondiff={tuple(d.nondiff)!r}")
   if d.sample_params:
     options.append(f"param_sets=({dict(d.sample_params)!r},)")
+  if d.op_unsupported_modes:
+    options.append(f"unsupported_modes={dict(d.op_unsupported_modes)!r}")
   options.append(f"doc={f'{d.framework} {d.name} from {os.path.basename(d.file)}:{d.line}'!r}")
   residuals = ", ".join(d.residuals) or "none"
   lines = [

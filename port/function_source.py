@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from crossgrad.port import definition, translate
-from crossgrad.port.definition import REQUIRED, Definition, split_arguments
+from crossgrad.port.definition import REQUIRED, Definition, sample_mismatch, split_arguments
 
 
 def sample_of(module: Any, name: str) -> tuple | None:
@@ -31,16 +31,17 @@ def arguments(d: Definition, fn: ast.FunctionDef, sample: tuple | None) -> list[
              "or keyword-only arguments: the inputs must be named")
     return None
   names = [a.arg for a in args.args]
-  if sample is not None and len(sample) != len(names):
-    d.refuse(fn.lineno, "SAMPLES", f"the sample has {len(sample)} arguments, {fn.name} "
-             f"takes {len(names)} ({', '.join(names)})")
-    return None
   defaults = {}
   for name, node in zip(names[len(names) - len(args.defaults):], args.defaults):
     try:
       defaults[name] = ast.literal_eval(node)
     except ValueError:
       pass
+  mismatch = sample_mismatch(names, sample, defaults)
+  if mismatch:
+    d.refuse(fn.lineno, "SAMPLES", f"{mismatch}, {fn.name} takes {len(names)} "
+             f"({', '.join(names)})")
+    return None
   d.inputs, d.params, d.sample_params = split_arguments(names, sample, defaults)
   d.call_order = tuple(names)
   if sample is None:
@@ -128,6 +129,24 @@ class Returns(ast.NodeTransformer):
 
   def visit_FunctionDef(self, node):
     return node
+
+
+def always_none(d: Definition, body: Sequence[ast.stmt], names: Sequence[str]) -> tuple:
+  """The inputs of ``d`` whose cotangent is a literal None in every ``return`` of a
+  backward ``body`` returning one value per name of ``names``: non-differentiable."""
+  none = set(d.inputs)
+
+  def record(value, node):
+    elts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
+    if len(elts) != len(names):
+      none.clear()
+    for n, e in zip(names, elts):
+      if not (isinstance(e, ast.Constant) and e.value is None):
+        none.discard(n)
+    return value
+
+  Returns(record).block(body)
+  return tuple(n for n in d.inputs if n in none)
 
 
 def expr(src: str) -> ast.expr:

@@ -14,7 +14,9 @@ jax.custom_vjp(fn, nondiff_argnums=...)``) with their rules: ``f.defvjp(fwd, bwd
   a backward), so the rule must be a sum of terms each one tangent times (or divided by)
   a tangent-free coefficient, the common form: term by term, the cotangent is ``g *
   coefficient``, summed back to the input's shape (``xp.unbroadcast``). The residuals
-  are the inputs; the backward recomputes the rule's primal statements. Another form is
+  are the inputs; the backward recomputes the rule's primal statements. Its
+  ``nondiff_argnums`` (the rule gets them first) are parameters; with several outputs the
+  tangent out is a tuple, one linear form per output, and ``g`` a tuple. Another form is
   refused. The original runs in every mode.
 """
 
@@ -143,7 +145,7 @@ class _Port:
       self._vjp(names, fixed)
       d.unsupported_modes = {"jvp": NO_FORWARD_MODE}
     else:
-      self._jvp(names)
+      self._jvp(names, fixed)
     return self.tr.finish()
 
   def _translate(self, fn: ast.FunctionDef, arrays, name: str, params, body,
@@ -177,6 +179,7 @@ class _Port:
       preamble.append(f"{g} = g")
     diff = [n for n in names if n not in fixed]
     body = fs.Returns(lambda v, node: fs.cotangents(d, v, node, diff)).block(bwd.body)
+    d.nondiff = fs.always_none(d, bwd.body, diff)
     d.backward_source = self._translate(bwd, {res, g, "residuals", "g"}, "backward",
                                         ["residuals", "g"], body, preamble)
     d.backward_line = bwd.lineno
@@ -202,25 +205,23 @@ class _Port:
 
   # custom_jvp.
 
-  def _jvp(self, names: list[str]) -> None:
+  def _jvp(self, names: list[str], fixed: list[str]) -> None:
     d = self.d
     rule = self.rule[1]
     inputs = list(d.inputs)
-    if self.argnums or d.num_outputs != 1:
-      d.refuse(rule.lineno, f"def {rule.name}", "a custom_jvp with nondiff_argnums or "
-               "several outputs: the port transposes one tangent of the inputs")
-      return
+    primals = [n for n in names if n not in fixed]
     body = fs.Returns(lambda v, node: ast.Tuple([v, fs.expr(
         "(" + "".join(f"{n}, " for n in inputs) + ")")], ast.Load())).block(self.node.body)
     d.forward_source = self._translate(self.node, inputs, "forward", inputs, body)
-    transpose = _Transpose(d, rule, names)
+    transpose = _Transpose(d, rule, primals, len(fixed))
     transposed = transpose.body()
     if transposed is None:
       return
     preamble = ["(" + "".join(f"{n}, " for n in inputs) + ") = residuals"]
+    preamble += fs.renames([a.arg for a in rule.args.args[:len(fixed)]], fixed)
     if any(isinstance(n, ast.Name) and n.id == transpose.primals
            for s in transposed for n in ast.walk(s)):
-      preamble.append(f"{transpose.primals} = (" + "".join(f"{n}, " for n in names) + ")")
+      preamble.append(f"{transpose.primals} = (" + "".join(f"{n}, " for n in primals) + ")")
     d.backward_source = self._translate(
         rule, set(inputs) | {"g", "residuals", transpose.primals}, "backward",
         ["residuals", "g"], transposed, preamble)
@@ -237,17 +238,18 @@ class _Transpose:
   """A JVP rule's body as a backward: its primal statements, then ``return`` of one
   cotangent per input (`NOT_LINEAR` forms refused)."""
 
-  def __init__(self, d: Definition, rule: ast.FunctionDef, names: list[str]):
-    self.d, self.rule, self.names = d, rule, names
-    args = [a.arg for a in rule.args.args]
+  def __init__(self, d: Definition, rule: ast.FunctionDef, names: list[str], fixed: int):
+    self.d, self.rule, self.names, self.fixed = d, rule, names, fixed
+    args = [a.arg for a in rule.args.args][fixed:]
     self.primals, self.tangents_arg = (args + ["", ""])[:2]
     self.tangents: list[str] = []
     self.defs: dict[str, ast.expr] = {}
 
   def body(self) -> list[ast.stmt] | None:
     d, rule = self.d, self.rule
-    if len(rule.args.args) != 2 or rule.args.vararg:
-      d.refuse(rule.lineno, f"def {rule.name}", "the JVP rule must take (primals, tangents)")
+    if len(rule.args.args) != self.fixed + 2 or rule.args.vararg:
+      d.refuse(rule.lineno, f"def {rule.name}", "the JVP rule must take the "
+               "nondiff_argnums arguments, then (primals, tangents)")
       return None
     kept, out = [], None
     for stmt in rule.body:
@@ -260,15 +262,26 @@ class _Transpose:
       d.refuse(rule.lineno, f"def {rule.name}", "the JVP rule must end with return "
                "primal_out, tangent_out")
       return None
+    n = d.num_outputs
+    tangent_out = value.elts[1]
+    outs = [tangent_out] if n == 1 else (
+        tangent_out.elts if isinstance(tangent_out, (ast.Tuple, ast.List))
+        and len(tangent_out.elts) == n else None)
+    if outs is None:
+      d.refuse(out.lineno, ast.unparse(tangent_out)[:120], f"the tangent out must be a "
+               f"tuple of {n} tangents, one per output")
+      return None
     try:
-      terms = self._terms(self._substituted(value.elts[1]))
+      terms = [(k, t, c) for k, o in enumerate(outs)
+               for t, c in self._terms(self._substituted(o))]
     except _NotLinear as e:
       d.refuse(out.lineno, ast.unparse(e.args[0])[:120], NOT_LINEAR)
       return None
     by_tangent = dict(zip(self.tangents, self.names))
     cotangents = []
     for name in self.d.inputs:
-      parts = [f"g * {c}" if c else "g" for t, c in terms if by_tangent.get(t) == name]
+      parts = [("g" if n == 1 else f"g[{k}]") + (f" * {c}" if c else "")
+               for k, t, c in terms if by_tangent.get(t) == name]
       cotangents.append(f"xp.unbroadcast({' + '.join(parts)}, {name})" if parts
                         else f"xp.zeros_like({name})")
     ret = ast.fix_missing_locations(ast.copy_location(ast.Return(fs.expr(

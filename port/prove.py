@@ -11,6 +11,10 @@ original registered there as the kernel ``"original"``.
   original (a failing row of the original, or the port cannot be built): never written
   as ported.
 
+Each status is proved twice with the same generated code: at the sample, and at a second
+sample drawn from the same ``SAMPLES`` entry with its arrays' axes resized
+(`crossgrad.port.resize`; the result's ``second_sample`` says how, or why there is none).
+
 Undeclared, a backward that is not the forward's derivative is ported as ``declared``
 and the result says so with the diagnosis; declared ``surrogate``, it is ``declared``
 from the start (compared across frameworks, no finite differences).
@@ -23,13 +27,18 @@ import os
 import time
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from crossgrad.checker import engine
+from crossgrad.checker import finite_diff
 from crossgrad.checker import selection
 from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.report import Check
 from crossgrad.port import emit
+from crossgrad.port import resize
 from crossgrad.port.definition import Definition
 from crossgrad.registry import errors
+from crossgrad.registry import kernels
 from crossgrad.registry import op_registry
 
 PORTED, ORIGINAL_WRONG, REFUSED = "ported", "original_wrong", "refused"
@@ -37,6 +46,11 @@ PORTED, ORIGINAL_WRONG, REFUSED = "ported", "original_wrong", "refused"
 COMPILED = {"torch": "compile", "jax": "jit", "tensorflow": "jit"}
 _FROM_BACKWARD = (Check.FD, Check.JVP, Check.SECOND_ORDER)
 _ORIGINAL_HIGHER = "original_higher"  # Internal: only the original's higher orders fail.
+_ORIGINAL_RAISES = "original_raises"  # Internal: only the original fails, raising, compiled.
+_NOT_LINEAR = "not_linear"  # Internal: JAX cannot transpose the port's backward.
+NOT_LINEAR_NOTE = ("the backward is not linear in its cotangent (gradient clipping): the "
+                   "port's JAX op is a jax.custom_vjp, without forward mode (jax:jvp "
+                   "declared unsupported on the op)")
 _HIGHER = {
     "second_order": "torch differentiates an autograd.Function's backward with the tensors "
                     "it saved from inside its forward as constants (they carry no history), "
@@ -57,13 +71,14 @@ class Result:
   seconds: float = 0.0
   gradient: str | None = None
   report: Any = None  # The cross-check's `Report` (None where it did not run).
+  second_sample: str | None = None  # How the second sample's shapes were derived.
 
   def as_json(self) -> dict:
     d = self.definition
     return {"name": d.name, "framework": d.framework, "file": d.file, "line": d.line,
             "status": self.status, "op": self.op, "module": self.module,
             "gradient": self.gradient, "reasons": self.reasons,
-            "seconds": round(self.seconds, 3)}
+            "second_sample": self.second_sample, "seconds": round(self.seconds, 3)}
 
 
 def gradient_kind(declared: str | None) -> str:
@@ -108,9 +123,13 @@ def prove(definitions: Sequence[Definition], *, source_path: str, out_dir: str,
       if result.status == REFUSED and result.reasons:
         continue
       t0 = time.perf_counter()
-      _judge(result, d, _check(emit.op_name(stem, d), d.framework, settings))
+      op = op_registry.get(emit.op_name(stem, d))
+      _judge(result, d, _check(op, d.framework, settings))
+      redo = _redeclare(result, d, kinds, name in declared, notes[name])
+      if not redo and result.status in (PORTED, ORIGINAL_WRONG):
+        redo = _second(result, d, op, settings, kinds, name in declared, notes[name])
       result.seconds += time.perf_counter() - t0
-      if _redeclare(result, d, kinds, name in declared, notes[name]):
+      if redo:
         again.append(name)
     pending = again
     if not pending:
@@ -149,6 +168,18 @@ def _redeclare(result: Result, d: Definition, kinds: dict[str, str], declared: b
     kinds[d.name] = "declared"
     notes += [{**r, "why": f"{UNDECLARED_NOTE}: {r['why']}"} for r in result.reasons]
     return True
+  if result.status == _NOT_LINEAR:
+    d.op_unsupported_modes = {**d.op_unsupported_modes, "jax:jvp": NOT_LINEAR_NOTE}
+    notes.append({"line": d.backward_line or d.line, "call": "backward",
+                  "why": NOT_LINEAR_NOTE})
+    return True
+  if result.status == _ORIGINAL_RAISES:
+    added = {str(r.mode): f"the original raises there ({r.dtype}): {r.note}"[:300]
+             for r in result.report.failures}
+    d.unsupported_modes = {**d.unsupported_modes, **added}
+    notes.append({"line": d.line, "call": d.original, "why": "declared unsupported on the "
+                  "original: " + "; ".join(f"{m}: {r}" for m, r in added.items())})
+    return True
   if result.status == _ORIGINAL_HIGHER:
     added = {}
     for row in result.report.failures:
@@ -160,6 +191,67 @@ def _redeclare(result: Result, d: Definition, kinds: dict[str, str], declared: b
                   "original: " + "; ".join(f"{m}: {r}" for m, r in added.items())})
     return True
   return False
+
+
+def _second(result: Result, d: Definition, op, settings: CheckSettings,
+            kinds: dict[str, str], declared: bool, notes: list[dict]) -> bool:
+  """The same check of the same generated code at a second sample (`crossgrad.port.resize`:
+  every axis grown, else the leading ones, where the original runs on it): an original
+  wrong there is `ORIGINAL_WRONG`, any other status differing from the first sample's
+  refuses the port. True where the check is to be run
+  again (modes newly declared unsupported on the original)."""
+  axes = next((a for a in resize.DESCRIPTIONS if _original_runs(d, op, a)), None)
+  if axes is None:
+    result.second_sample = ("none: the original raises on the sample drawn with resized "
+                            "axes (" + " or ".join(resize.DESCRIPTIONS.values()) + ")")
+    return False
+  result.second_sample = resize.DESCRIPTIONS[axes]
+  second = Result(d, REFUSED)
+  variant = dataclasses.replace(op, sample=resize.resized_sample(op.sample, axes))
+  _judge(second, d, _check(variant, d.framework, settings))
+  if _redeclare(second, d, kinds, declared, notes):
+    return True
+  if second.status == result.status:
+    return False
+  where = f"at the second sample ({result.second_sample}): "
+  if second.status == ORIGINAL_WRONG:  # Equal to the original, which is wrong at those shapes.
+    result.status = ORIGINAL_WRONG
+    result.reasons = [{**r, "why": (where + r["why"])[:600]} for r in second.reasons]
+    return False
+  why = "; ".join(r["why"] for r in second.reasons) or second.status
+  result.status = REFUSED
+  result.reasons = [{"line": d.line, "call": d.original, "why": (where + why)[:500]}]
+  return False
+
+
+def _original_runs(d: Definition, op, axes: str) -> bool:
+  """Whether the original runs on ``op``'s sample drawn with ``axes`` resized."""
+  kernel = kernels.lookup(op.name, d.framework, emit.ORIGINAL)
+  params = dict(op.param_sets[0]) if op.param_sets else {}
+  try:
+    inputs = resize.resized_sample(op.sample, axes)(np.random.default_rng(0))
+    kernel.fn(*[_CONVERT[d.framework](np.asarray(a)) for a in inputs], **params)
+  except Exception:  # pylint: disable=broad-except
+    return False
+  return True
+
+
+def _to_torch(a):
+  import torch  # pylint: disable=g-import-not-at-top
+  return torch.as_tensor(a)
+
+
+def _to_jax(a):
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  return jnp.asarray(a)
+
+
+def _to_tensorflow(a):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.convert_to_tensor(a)
+
+
+_CONVERT = {"torch": _to_torch, "jax": _to_jax, "tensorflow": _to_tensorflow}
 
 
 def _written(live: list[Definition], results: dict[str, Result], source_path: str,
@@ -195,12 +287,12 @@ def _culprit(kept: Sequence[Definition], error: Exception, stem: str) -> Definit
   return kept[0]
 
 
-def _check(op: str, framework: str, settings: CheckSettings):
+def _check(op, framework: str, settings: CheckSettings):
   modes = settings.modes or ("eager", COMPILED[framework])
   report = engine.cross_check([op], backends=settings.backends or [framework], modes=modes,
                           dtypes=settings.dtypes, seed=settings.seed, special=False,
                           impls=settings.impls)
-  return causes.diagnose(report, selection.ops([op]), seed=settings.seed)
+  return causes.diagnose(report, [op], seed=settings.seed)
 
 
 def _judge(result: Result, d: Definition, report) -> None:
@@ -213,6 +305,14 @@ def _judge(result: Result, d: Definition, report) -> None:
   if all(r.impl == emit.ORIGINAL and r.check in (Check.JVP, Check.SECOND_ORDER)
          for r in failing):
     result.status, result.reasons = _ORIGINAL_HIGHER, []
+    return
+  if "jax:jvp" not in d.op_unsupported_modes and any(
+      finite_diff.NOT_LINEAR in r.note for r in failing):
+    result.status, result.reasons = _NOT_LINEAR, []
+    return
+  if all(r.impl == emit.ORIGINAL and r.error is None and r.note and r.mode != "eager"
+         for r in failing):  # The original cannot run there (e.g. graph-mode dtypes).
+    result.status, result.reasons = _ORIGINAL_RAISES, []
     return
   unchecked = [r for r in failing if r.check in (Check.SAMPLE, Check.REFERENCE)]
   if unchecked:  # No sample, or the port's NumPy reference raised on it.

@@ -44,6 +44,13 @@ def _stored(nodes) -> set[str]:
           if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
+def _lambda_grad(fn: ast.Lambda, ret: ast.Return) -> ast.FunctionDef:
+  """``return y, lambda dy: ...``: the lambda as a nested ``def grad(dy): return ...``."""
+  grad = ast.FunctionDef(name="grad", args=fn.args, body=[ast.Return(fn.body)],
+                         decorator_list=[], returns=None, type_comment=None)
+  return ast.fix_missing_locations(ast.copy_location(grad, ret))
+
+
 class _Port:
   """One function's translation (`definition`)."""
 
@@ -74,29 +81,57 @@ class _Port:
       return d
     residuals = self._residuals(grad, names)
     body = [s for s in node.body if s is not grad and s is not ret]
-    value = ret.value.elts[0]
-    back = ast.Return(ast.Tuple([value, fs.expr(
-        "(" + "".join(f"{r}, " for r in residuals) + ")")], ast.Load()))
-    body.append(ast.fix_missing_locations(ast.copy_location(back, ret)))
-    scope = self._translate(node, set(d.inputs), "forward", d.inputs, body, (), "forward")
-    not_arrays = [r for r in residuals if r not in scope.arrays]
-    if not_arrays:
+    scope = self._forward(body, ret, residuals)
+    python = [r for r in residuals if r not in scope.arrays]
+    prefix = self._recomputed(python, body, scope.arrays) if python else []
+    if prefix is None:
       d.refuse(grad.lineno, f"def {grad.name}", f"the grad reads Python values the "
-               f"forward computes ({', '.join(not_arrays)}): only arrays carry over as "
-               "residuals")
+               f"forward computes from arrays ({', '.join(python)}): only arrays carry "
+               "over as residuals")
+    elif python:  # Python values of parameters and constants: recomputed by the backward.
+      residuals = [r for r in residuals if r not in python]
+      self._forward(body, ret, residuals)
     d.residuals = tuple(residuals)
-    self._backward(grad, residuals, names)
+    self._backward(grad, residuals, names, prefix or [])
     return self.tr.finish()
+
+  def _forward(self, body: list[ast.stmt], ret: ast.Return, residuals: list[str]):
+    back = ast.Return(ast.Tuple([ret.value.elts[0], fs.expr(
+        "(" + "".join(f"{r}, " for r in residuals) + ")")], ast.Load()))
+    body = body + [ast.fix_missing_locations(ast.copy_location(back, ret))]
+    return self._translate(self.node, set(self.d.inputs), "forward", self.d.inputs, body,
+                           (), "forward")
+
+  @staticmethod
+  def _recomputed(python: list[str], body: list[ast.stmt], arrays) -> list[ast.stmt] | None:
+    """The forward's assignments of the Python values ``python`` (and those they read),
+    for the backward to run again; None where one reads an array or is not a plain
+    assignment."""
+    needed, kept = set(python), []
+    for stmt in reversed(body):
+      stored = _stored([stmt])
+      if not stored & needed:
+        continue
+      reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+               and isinstance(n.ctx, ast.Load)}
+      if not isinstance(stmt, ast.Assign) or reads & set(arrays):
+        return None
+      needed |= reads
+      kept.append(stmt)
+    return kept[::-1]
 
   def _grad_and_return(self):
     """The nested grad function and the final ``return y, grad`` (None: refused)."""
     d, node = self.d, self.node
     ret = node.body[-1] if node.body else None
+    if (isinstance(ret, ast.Return) and isinstance(ret.value, ast.Tuple)
+        and len(ret.value.elts) == 2 and isinstance(ret.value.elts[1], ast.Lambda)):
+      return _lambda_grad(ret.value.elts[1], ret), ret
     if not (isinstance(ret, ast.Return) and isinstance(ret.value, ast.Tuple)
             and len(ret.value.elts) == 2 and isinstance(ret.value.elts[1], ast.Name)):
       d.refuse(getattr(ret, "lineno", node.lineno), ast.unparse(ret) if ret else node.name,
                "a tf.custom_gradient function must end with return outputs, grad "
-               "(grad a nested function)")
+               "(grad a nested function or a lambda)")
       return None, None
     name = ret.value.elts[1].id
     grad = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == name),
@@ -125,7 +160,8 @@ class _Port:
         found.append(n.id)
     return found
 
-  def _backward(self, grad: ast.FunctionDef, residuals: list[str], names: list[str]) -> None:
+  def _backward(self, grad: ast.FunctionDef, residuals: list[str], names: list[str],
+                prefix: list[ast.stmt]) -> None:
     d = self.d
     args = [a.arg for a in grad.args.args]
     preamble = ["(" + "".join(f"{r}, " for r in residuals) + ") = residuals"] if residuals else []
@@ -144,7 +180,9 @@ class _Port:
       d.refuse(grad.lineno, f"def {grad.name}", f"grad takes {len(args)} upstream "
                f"gradients, the function returns {n} outputs")
       return
-    body = fs.Returns(lambda v, node: fs.cotangents(d, v, node, names)).block(grad.body)
+    body = fs.Returns(lambda v, node: fs.cotangents(d, v, node, names)).block(
+        prefix + grad.body)
+    d.nondiff = fs.always_none(d, grad.body, names)
     arrays = set(residuals) | own | {"g", "residuals"}
     self._translate(grad, arrays, "backward", ["residuals", "g"], body, preamble,
                     "backward")

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from crossgrad.port import definition, translate
-from crossgrad.port.definition import REQUIRED, Definition, split_arguments
+from crossgrad.port.definition import REQUIRED, Definition, sample_mismatch, split_arguments
 from crossgrad.port.tables.torch import TABLE
 
 FRAMEWORK = "torch"
@@ -86,9 +86,10 @@ class _Port:
       names = names[1:]  # ctx
     defaults = _defaults(args, names)
     sample = sample_of(self.module, self.node.name)
-    if sample is not None and len(sample) != len(names):
-      d.refuse(forward.lineno, "SAMPLES", f"the sample has {len(sample)} arguments, "
-               f"forward takes {len(names)} ({', '.join(names)})")
+    mismatch = sample_mismatch(names, sample, defaults)
+    if mismatch:
+      d.refuse(forward.lineno, "SAMPLES", f"{mismatch}, forward takes {len(names)} "
+               f"({', '.join(names)})")
       return d
     d.inputs, d.params, d.sample_params = split_arguments(names, sample, defaults)
     d.call_order = tuple(names)

@@ -42,8 +42,6 @@ NO_ENTRY = "no translation for this call (not in the table)"
 EXTENSION = "call into a compiled extension or another module (its code is not Python here)"
 INDEXING = "indexing with an array (data-dependent shape or gather): not translated"
 UNSUPPORTED = "a construct the translator does not carry"
-EINSUM = ("einsum has no translation yet (write it with xp.matmul, xp.tensordot or sums of "
-          "products)")
 STOP_GRADIENT = ("stop_gradient: the op language has no gradient stop inside a definition "
                  "(the op's backward is its whole gradient)")
 
@@ -90,8 +88,8 @@ class Arg:
   node: ast.expr | None = None
   parts: tuple["Arg", ...] = ()
 
-  def __str__(self) -> str:
-    return self.src
+  def __str__(self) -> str:  # Parenthesized where compound: renders append `.dtype` to it.
+    return _paren(self.src)
 
   @property
   def is_none(self) -> bool:
@@ -193,6 +191,43 @@ def entry(spec: str, template: str | Callable[..., str], *, returns: str = ARRAY
   """An `Entry` (see its attributes); the signature is checked here."""
   _signature(spec)
   return Entry(spec, template, returns, tuple(examples), attribute)
+
+
+def einsum(equation: Arg, operands: Arg) -> str:
+  """``einsum(equation, *operands)`` as broadcast products and a sum: each operand's axes
+  permuted to one order of all the indices, the missing ones inserted, the product
+  summed over the indices not in the output (explicit ``->`` or NumPy's implicit one)."""
+  try:
+    spec = ast.literal_eval(equation.src).replace(" ", "")
+  except (ValueError, SyntaxError, AttributeError):
+    raise Refused("einsum with an equation that is not a literal string") from None
+  ins, arrow, out = spec.partition("->")
+  terms, ops = ins.split(","), list(operands.parts)
+  if "..." in spec or len(terms) != len(ops) or any(len(set(t)) != len(t) for t in terms):
+    raise Refused("einsum with '...', a repeated index in one operand or an operand "
+                  "list has no translation")
+  if not arrow:
+    out = "".join(sorted(c for c in set(ins) - {","} if ins.count(c) == 1))
+  letters = list(dict.fromkeys(out + "".join(terms)))
+  if any(c not in ins for c in out):
+    raise Refused("einsum output index missing from the operands")
+  factors = []
+  for term, op in zip(terms, ops):
+    present = sorted(term, key=letters.index)
+    perm = tuple(term.index(c) for c in present)
+    src = str(op) if perm == tuple(range(len(term))) else f"xp.permute_dims({op}, {perm})"
+    for k, c in enumerate(letters):
+      if c not in term:
+        src = f"xp.expand_dims({src}, axis={k})"
+    factors.append(src)
+  product = " * ".join(factors)
+  summed = tuple(range(len(out), len(letters)))
+  return f"xp.sum({product}, axis={summed})" if summed else (
+      product if len(factors) == 1 else f"({product})")
+
+
+EINSUM_EXAMPLES = ('"ij,jk->ik", x, w', '"bij,jk->bik", b, w', '"ij,ij->i", x, y',
+                   '"ij->ji", x', '"i,j->ij", v, v', '"ij,j", x, v', '"ij,ij->", x, y')
 
 
 def refusal(why: str) -> Entry:

@@ -27,14 +27,17 @@ def port_file(stem: str, out_dir: str, modes=None) -> dict:
 
 def definitions(stem: str) -> list[str]:
   """The top-level functions of a corpus file decorated with (or assigned) a custom_vjp,
-  custom_jvp or custom_gradient: what the port must find, read from the text."""
+  custom_jvp or custom_gradient, and its Function subclasses: what the port must find,
+  read from the text."""
   with open(os.path.join(CORPUS, f"{stem}.py"), encoding="utf-8") as f:
     tree = ast.parse(f.read())
   decorated = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and any(
       "custom_" in ast.unparse(dec) for dec in n.decorator_list)]
   assigned = [n.targets[0].id for n in tree.body if isinstance(n, ast.Assign)
               and "custom_" in ast.unparse(n.value)]  # f = jax.custom_vjp(fn)
-  return decorated + assigned
+  classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and any(
+      ast.unparse(b).endswith("Function") for b in n.bases)]  # torch.autograd.Function
+  return decorated + assigned + classes
 
 
 def line(stem: str, text: str, after: int = 0) -> int:

@@ -8,13 +8,14 @@ import pytest
 import crossgrad as cg
 from crossgrad.backends.numpy import xp as numpy_xp
 from crossgrad.port import jax_source
+from crossgrad.port import prove
 
 import port_cases
 
 EXPECTED = {
     "jax_losses": {"log1pexp": "ported", "weighted_sq_dist": "ported",
                    "leaky_relu": "ported", "huber": "ported", "round_ste": "ported",
-                   "scaled_tanh": "original_wrong", "clip_gradient": "refused",
+                   "scaled_tanh": "original_wrong", "clip_gradient": "ported",
                    "noisy_sign": "refused"},
     "jax_jvp": {"safe_log1p_exp": "ported", "sin_times": "ported", "soft_clip": "ported"},
 }
@@ -67,8 +68,21 @@ def test_refusals_name_the_line_and_the_reason(results):
   (reason,) = results["jax_losses"]["noisy_sign"].reasons
   assert reason["line"] == port_cases.line("jax_losses", "jax.random.uniform(")
   assert reason["why"].startswith("randomness"), reason
-  (reason,) = results["jax_losses"]["clip_gradient"].reasons
-  assert "not linear in the cotangent" in reason["why"], reason
+
+
+def test_a_backward_not_linear_in_g_makes_a_reverse_only_jax_op(results):
+  """Gradient clipping: JAX cannot transpose the backward, so the port declares jax:jvp
+  unsupported (its JAX op is a custom_vjp) and the report says so at the backward."""
+  result = results["jax_losses"]["clip_gradient"]
+  assert cg.get(result.op).unsupported_modes == {"jax:jvp": prove.NOT_LINEAR_NOTE}
+  (reason,) = result.reasons
+  assert reason == {"line": port_cases.line("jax_losses", "def clip_gradient_bwd"),
+                    "call": "backward", "why": prove.NOT_LINEAR_NOTE}
+  import jax  # pylint: disable=g-import-not-at-top
+  clip = cg.jax.get(result.op, lo=-0.5, hi=0.5)
+  g = np.array([-2.0, 0.1, 3.0], np.float32)
+  _, vjp = jax.vjp(clip, np.zeros(3, np.float32))
+  np.testing.assert_allclose(vjp(g)[0], np.clip(g, -0.5, 0.5))
 
 
 def test_the_transposed_jvp_rule_is_the_rules_gradient(results):

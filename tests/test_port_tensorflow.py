@@ -69,10 +69,12 @@ def test_refusals_name_the_line_and_the_reason(results):
   assert reason["why"].startswith("randomness"), reason
 
 
-def test_a_grad_reading_a_python_value_of_the_forward_is_refused(tmp_path):
+def test_a_grad_reading_a_python_value_of_an_array_is_refused(tmp_path):
+  """A Python value from constants is recomputed (realistic_tf's gelu_tanh); one read
+  off an array cannot carry over."""
   source = tmp_path / "tf_python_value.py"
   source.write_text(
-      "import tensorflow as tf\n\n\n@tf.custom_gradient\ndef f(x):\n  n = 3\n"
+      "import tensorflow as tf\n\n\n@tf.custom_gradient\ndef f(x):\n  n = x.shape[0]\n"
       "  def grad(dy):\n    return dy * n\n  return x * n, grad\n")
   (d,) = tensorflow_source.find(ast.parse(source.read_text()), None, str(source))
   assert [(r.line, r.call) for r in d.refusals] == [(7, "def grad")], d.refusals

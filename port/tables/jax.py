@@ -9,9 +9,9 @@ the bounds around the operand). Calls whose meaning the op language cannot carry
 
 from __future__ import annotations
 
-from crossgrad.port.translate import (EINSUM, EXTENSION, HOST_READ, PYTHON, RANDOM,
+from crossgrad.port.translate import (EINSUM_EXAMPLES, EXTENSION, HOST_READ, PYTHON, RANDOM,
                                       STOP_GRADIENT, VALUE_FLOW, VIEW, Arg, Entry, Refused,
-                                      Table, entry, refusal)
+                                      Table, einsum, entry, refusal)
 
 NP, LAX, NN = "jax.numpy", "jax.lax", "jax.nn"
 
@@ -184,7 +184,7 @@ _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/",
 NUMPY: dict[str, Entry] = {
     **{k: _unary(v) for k, v in _UNARY.items()},
     **{k: _function2(v, ("m, m",) if v.startswith("logical") else ("x, y", "x, 0.5",
-                                                                     "0.5, y"))
+                                                                     "0.5, y", "2.0 * x, 0.5"))
        for k, v in _BINARY.items()},
     **{k: _binary(f"({{x}} {v} {{y}})") for k, v in _OPERATORS.items()},
     "power": _binary("({x} ** {y})", examples=("p, q", "p, 2")),
@@ -257,7 +257,9 @@ NUMPY: dict[str, Entry] = {
                    examples=("jax.numpy.float32", "x.dtype")),
     "linalg.norm": entry("x, ord=None, axis=None, keepdims=False", _norm,
                          examples=("x", "x, axis=1", "x, 2, 0, True")),
-    "einsum": refusal(EINSUM),
+    "einsum": entry("subscripts, *operands, out=None, optimize='optimal', precision=None, preferred_element_type=None",
+                    lambda subscripts, operands, out, optimize, precision, preferred_element_type:
+                    einsum(subscripts, operands), examples=EINSUM_EXAMPLES),
     "take": refusal("jnp.take's out-of-range rule (fill, negative indices wrap) differs "
                     "from xp.take's (zeros): write it with xp.take"),
 }

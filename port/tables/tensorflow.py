@@ -11,9 +11,9 @@ their own below.
 
 from __future__ import annotations
 
-from crossgrad.port.translate import (EINSUM, EXTENSION, HOST_READ, PYTHON, RANDOM,
-                                      STOP_GRADIENT, VIEW, Arg, Entry, Refused, Table, entry,
-                                      refusal)
+from crossgrad.port.translate import (EINSUM_EXAMPLES, EXTENSION, HOST_READ, PYTHON, RANDOM,
+                                      STOP_GRADIENT, VIEW, Arg, Entry, Refused, Table, einsum,
+                                      entry, refusal)
 from crossgrad.tf1 import op_xp
 
 TF = "tensorflow"
@@ -238,7 +238,8 @@ OWN: dict[str, Entry] = {
     "math.erf": refusal("erf has no function in the op language"),
     "gather": refusal("tf.gather raises on out-of-range indices on CPU (zeros on GPU): "
                       "write it with xp.take, whose rule is zeros everywhere"),
-    "einsum": refusal(EINSUM),
+    "einsum": entry("equation, *inputs, name=None", lambda equation, inputs, name: einsum(equation, inputs),
+                    examples=EINSUM_EXAMPLES),
 }
 OWN["nn.swish"] = OWN["nn.silu"]
 OWN["linalg.matmul"] = OWN["matmul"]

@@ -8,8 +8,8 @@ that is not 1 alone, ``max(input, dim)`` is ``(values, indices)``.
 
 from __future__ import annotations
 
-from crossgrad.port.translate import (EINSUM, HOST_READ, PYTHON, RANDOM, VIEW, Arg, Entry,
-                                      Refused, Table, entry, refusal)
+from crossgrad.port.translate import (EINSUM_EXAMPLES, HOST_READ, PYTHON, RANDOM, VIEW, Arg,
+                                      Entry, Refused, Table, einsum, entry, refusal)
 
 F = "torch.nn.functional"
 
@@ -372,7 +372,7 @@ FUNCTIONS: dict[str, Entry] = {
                      examples=("x, (2, 6)", "x, (-1,)")),
     "where": entry("condition, input, other", "xp.where({condition}, {input}, {other})",
                    examples=("m, x, y", "m, x, 0.0")),
-    "einsum": refusal(EINSUM),
+    "einsum": entry("equation, *operands", einsum, examples=EINSUM_EXAMPLES),
 }
 
 # Tensor.NAME only (receiver first).
