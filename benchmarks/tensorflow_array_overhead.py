@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
+from crossgrad.backends.tensorflow import array_object as tensorflow_array
 from crossgrad.benchmarks import array_object_overhead, handwritten, overhead, timing
 from crossgrad.cli import usage
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base
-from crossgrad.backends import cpu_devices
+from crossgrad.backends.common import base
+from crossgrad.backends.common import cpu_devices
 from crossgrad.checker import selection
 from crossgrad.checker.rows import backend_rows
 from crossgrad.checker.report import RowContext

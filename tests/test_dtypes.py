@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker import compare
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError

@@ -1,4 +1,4 @@
-"""The standard's array object inside TensorFlow op bodies (backends/tensorflow_array_api/array_object.py):
+"""The standard's array object inside TensorFlow op bodies (backends/tensorflow/array_object.py):
 its semantics against NumPy's, real tensors at the op boundary, and built-in ops' graphs and
 optimised HLO unchanged by the wrapper."""
 
@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
+from crossgrad.backends.tensorflow import array_object as tensorflow_array
 from crossgrad.benchmarks import hlo
 from crossgrad.registry.ops import BUILTIN
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Protocol, Sequence
 
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.registry import validation
 from crossgrad.registry.opdef import OpDef
 from crossgrad.registry.validation import ArraySpec

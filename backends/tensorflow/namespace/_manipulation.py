@@ -5,10 +5,10 @@ import builtins
 import numpy as np
 import tensorflow as tf
 
-from crossgrad.backends.tensorflow_array_api._dtypes import (
+from crossgrad.backends.tensorflow.namespace._dtypes import (
     _cast, _host_ints, _index, _is_scalar, _norm_axis, _promote, _py_int, _reduce_axes, _shape,
     _tensor, _via_signed, int64)
-from crossgrad.backends.tensorflow_array_api._creation import _shape_arg
+from crossgrad.backends.tensorflow.namespace._creation import _shape_arg
 
 
 def _transpose(x, perm):

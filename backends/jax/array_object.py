@@ -29,10 +29,10 @@ from typing import Any
 
 import jax
 
-from crossgrad.backends import array_trees
-from crossgrad.backends import scoped
+from crossgrad.backends.common import array_trees
+from crossgrad.backends.common import scoped
 
-_ENABLED = scoped.Switch("crossgrad.backends.jax_array_object")
+_ENABLED = scoped.Switch("crossgrad.backends.jax.array_object")
 
 
 def native_arrays():

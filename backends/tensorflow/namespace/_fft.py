@@ -6,11 +6,11 @@ import types
 import numpy as np
 import tensorflow as tf
 
-from crossgrad.backends.tensorflow_array_api._dtypes import (
+from crossgrad.backends.tensorflow.namespace._dtypes import (
     _COMPLEX_OF, _DEFAULTS, _REAL_OF, _device, _dtype, _index, _is_complex, _norm_axis,
     _reduce_axes, _shape, _tensor, complex128)
-from crossgrad.backends.tensorflow_array_api._elementwise import conj
-from crossgrad.backends.tensorflow_array_api._manipulation import _from_last, _move_to_last
+from crossgrad.backends.tensorflow.namespace._elementwise import conj
+from crossgrad.backends.tensorflow.namespace._manipulation import _from_last, _move_to_last
 
 
 # The fft extension (tf.signal along the last axis; other axes are moved there and back).

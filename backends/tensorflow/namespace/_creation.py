@@ -6,7 +6,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from crossgrad.backends.tensorflow_array_api._dtypes import (
+from crossgrad.backends.tensorflow.namespace._dtypes import (
     _COMPLEX_FLOATING, _DEFAULTS, _INTEGRAL, _cast, _const, _device, _dtype, _host_ints, _index,
     _kind_default, _np_dtype, _py_complex, _py_float, _py_int, _py_max, _shape, _tensor,
     complex128, float64, iinfo)

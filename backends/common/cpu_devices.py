@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from crossgrad.backends import base, protocol
+from crossgrad.backends.common import base, protocol
 from crossgrad.registry.errors import CrossgradError
 
-_HINT = ("Call crossgrad.backends.cpu_devices.configure(n) first thing in the process "
+_HINT = ("Call crossgrad.backends.common.cpu_devices.configure(n) first thing in the process "
          "(or set XLA_FLAGS=--xla_force_host_platform_device_count=n for JAX).")
 
 

@@ -1,9 +1,9 @@
 """Eager op bodies on plain tensors where the standard's array object changes nothing.
 
-A torch op body sees `torch_array_object.Array`, whose wrapping costs a Python call per
+A torch op body sees `array_object.Array`, whose wrapping costs a Python call per
 operator and ``xp`` call: a tenth of an eager step of small arrays. Each op core's `PlainBodies`
 therefore runs the first eager call of its forward, and of its backward, for a signature on
-`Array`, probed (`torch_array_object.probe`): it records where a plain ``torch.Tensor`` would
+`Array`, probed (`array_object.probe`): it records where a plain ``torch.Tensor`` would
 behave otherwise (``size``, ``to_device``, an operator's or indexing's non-torch path, ...)
 and where values reach Python (``bool``, ``float``, ``nonzero``, ...). A signature whose probe
 recorded nothing and raised nothing runs on plain tensors and the plain namespace from then
@@ -30,9 +30,9 @@ import contextlib
 import torch
 from torch.autograd import forward_ad
 
-from crossgrad.backends import base
-from crossgrad.backends import torch_array_object
-from crossgrad.backends.torch_array_object import Array, BodyNamespace
+from crossgrad.backends.common import base
+from crossgrad.backends.torch import array_object
+from crossgrad.backends.torch.array_object import Array, BodyNamespace
 
 _SIGNATURE_LIMIT = 256  # Walked signatures an op core remembers (then it starts afresh).
 _ELIDING = [True]  # A list, not a `scoped.Switch`: Dynamo cannot trace ContextVar.get.
@@ -76,7 +76,7 @@ class PlainBodies:
   # The common call (on the CPU, its verdict known) comes first, with no call in its way: it
   # runs twice in every train step, where each Python call costs a tenth of a microsecond.
   def forward(self, fn, namespace_, inputs, params, signature):
-    if type(namespace_) is not BodyNamespace:  # torch_array_object.native_tensors.
+    if type(namespace_) is not BodyNamespace:  # array_object.native_tensors.
       return fn(namespace_, *inputs, **params)
     if signature is not None and namespace_ is self._on_cpu and _ELIDING[-1]:
       for x in inputs:
@@ -140,9 +140,9 @@ def _may_probe() -> bool:
 
 def _wrapped(fn, namespace_, args, params):
   """The body on `Array`: its arguments wrapped, what it returns unwrapped."""
-  wrapped = [Array(a) if type(a) is _TENSOR else torch_array_object.wrap(a)
+  wrapped = [Array(a) if type(a) is _TENSOR else array_object.wrap(a)
              for a in args]
-  return torch_array_object.unwrap(fn(namespace_, *wrapped, **params))
+  return array_object.unwrap(fn(namespace_, *wrapped, **params))
 
 
 def _probed(remember, fn, namespace_, args, params):
@@ -150,8 +150,8 @@ def _probed(remember, fn, namespace_, args, params):
   same (False where it raised)."""
   same = False
   try:
-    result, same = torch_array_object.probe(
-        lambda: _wrapped(fn, torch_array_object.probing(namespace_), args, params))
+    result, same = array_object.probe(
+        lambda: _wrapped(fn, array_object.probing(namespace_), args, params))
     return result
   finally:
     remember(same)

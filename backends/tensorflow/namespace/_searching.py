@@ -6,13 +6,13 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from crossgrad.backends.tensorflow_array_api import _raw
-from crossgrad.backends.tensorflow_array_api._dtypes import (
+from crossgrad.backends.tensorflow.namespace import _raw
+from crossgrad.backends.tensorflow.namespace._dtypes import (
     _DEFAULTS, _FLOATING, _INTEGRAL, _SIGNED, _cast, _is_complex, _is_float, _norm_axis,
     _np_dtype, _promote, _reduce_axes, _shape, _tensor, bool, float32, float64, int16, int32,
     int64, int8, uint16, uint32, uint64, uint8)
-from crossgrad.backends.tensorflow_array_api._elementwise import _nan_like
-from crossgrad.backends.tensorflow_array_api._manipulation import take_along_axis
+from crossgrad.backends.tensorflow.namespace._elementwise import _nan_like
+from crossgrad.backends.tensorflow.namespace._manipulation import take_along_axis
 
 
 # Sorting and searching.

@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 from absl import logging
 
-from crossgrad.backends import base, protocol
+from crossgrad.backends.common import base, protocol
 
 ENV = "CROSSGRAD_CACHE_DIR"
 

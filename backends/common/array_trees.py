@@ -1,6 +1,6 @@
 """The array leaves of the trees op bodies take and return (tuples, lists, dicts, named
 tuples), mapped: how a backend wraps a body's arrays in its array object and unwraps them
-(`torch_array_object`, `jax_array_object`), and the namespace of functions doing so that a
+(`torch.array_object`, `jax.array_object`), and the namespace of functions doing so that a
 body gets (`LazyNamespace`; JAX's and TensorFlow's)."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from crossgrad.backends import base, op_core
+from crossgrad.backends.common import base, op_core
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.kernels import Kernel

@@ -5,12 +5,12 @@ import math
 import tensorflow as tf
 from tensorflow.python.ops import control_flow_util  # pylint: disable=g-direct-tensorflow-import
 
-from crossgrad.backends.tensorflow_array_api import _complex, _raw
-from crossgrad.backends.tensorflow_array_api._dtypes import (
+from crossgrad.backends.tensorflow.namespace import _complex, _raw
+from crossgrad.backends.tensorflow.namespace._dtypes import (
     _REAL_OF, _SIGNED, _UNSIGNED, _cast, _is_complex, _is_float, _is_integral, _is_scalar,
     _promote, _tensor, bool, complex128, complex64, float32, float64, int32, int64, uint16,
     uint32, uint64, uint8)
-from crossgrad.backends.tensorflow_array_api._manipulation import broadcast_arrays
+from crossgrad.backends.tensorflow.namespace._manipulation import broadcast_arrays
 
 
 # Elementwise functions.

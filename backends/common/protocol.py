@@ -2,7 +2,7 @@
 
 A backend is a module (or any object) with the members of `Backend`. The built-in ones
 are `crossgrad.backends.numpy` (the reference), `.tensorflow`, `.jax` and `.torch`; another one
-joins with `crossgrad.backends.base.register` and is then cross-checked like the others
+joins with `crossgrad.backends.common.base.register` and is then cross-checked like the others
 (``cross_check(backends=[name])``). Backends name no op: everything op-specific comes
 from the `OpDef` they are handed. `HigherOrder` lists optional members (forward mode,
 second order, transformations, export round trips); the cross-check skips, with the
@@ -132,8 +132,8 @@ class Arrays(Protocol):
 
 @runtime_checkable
 class CpuDevices(Protocol):
-  """Optional: splitting the host CPU into logical devices (`crossgrad.backends.cpu_devices`),
-  so multi-device code runs without accelerators."""
+  """Optional: splitting the host CPU into logical devices
+  (`crossgrad.backends.common.cpu_devices`), so multi-device code runs without accelerators."""
 
   def set_cpu_device_count(self, count: int) -> int:
     """Gives the framework ``count`` CPU devices, ``cpu:0`` ... ``cpu:count-1``, unless it
@@ -142,7 +142,7 @@ class CpuDevices(Protocol):
 
 @runtime_checkable
 class CompileCache(Protocol):
-  """Optional: a compile cache across runs (`crossgrad.backends.compile_cache`)."""
+  """Optional: a compile cache across runs (`crossgrad.backends.common.compile_cache`)."""
 
   def enable_compile_cache(self, directory: str) -> None:
     """Keeps the framework's compiled programs in ``directory`` from now on, process-wide."""

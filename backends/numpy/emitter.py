@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from crossgrad.backends import base, op_core
+from crossgrad.backends.common import base, op_core
 from crossgrad.registry import namespace, numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace

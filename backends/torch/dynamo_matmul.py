@@ -3,7 +3,7 @@
 Dynamo traces every binary operator of a user-defined object through the type's dunders
 (its variable for such objects implements CPython's number slots, ``SLOT1BIN``) except ``@``:
 torch 2.13 has no ``nb_matrix_multiply`` there and no ``BuiltinVariable.call_matmul``, so
-``x @ w`` between two `torch_array_object.Array` fails with "Failed to trace builtin operator
+``x @ w`` between two `array_object.Array` fails with "Failed to trace builtin operator
 `matmul`". `install` gives Dynamo that handler with Python's semantics (``__matmul__``, then
 the other operand's ``__rmatmul__``, else TypeError) for ``@`` with an operand of the given
 type only; any other ``@`` is left to Dynamo as it was. It installs nothing where the running

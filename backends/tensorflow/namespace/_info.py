@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from crossgrad.backends.tensorflow_array_api._dtypes import _DEFAULTS, _DTYPES, isdtype
+from crossgrad.backends.tensorflow.namespace._dtypes import _DEFAULTS, _DTYPES, isdtype
 
 
 # Inspection.

@@ -12,8 +12,8 @@ import ml_dtypes  # NumPy's bfloat16, installed with TensorFlow.
 import numpy as np
 import tensorflow as tf
 
-from crossgrad.backends import base
-from crossgrad.backends.tensorflow_array_api import _raw
+from crossgrad.backends.common import base
+from crossgrad.backends.tensorflow.namespace import _raw
 
 
 _py_bool, _py_int, _py_float, _py_complex = (builtins.bool, builtins.int, builtins.float,

@@ -1,7 +1,7 @@
 """The JAX backend: each op becomes a `jax.custom_jvp` function written in `jax.numpy`,
 under `jax.jit` (an eager call runs one compiled program, as `jax.numpy`'s functions do).
 
-Its tangent rule is the transpose of the op's backward, as a `jax_linear` primitive whose
+Its tangent rule is the transpose of the op's backward, as a `linear` primitive whose
 transpose is the backward as written: `jax.jvp`, `jacfwd`, `linearize` and `hessian` work,
 and reverse mode (`jax.grad`) compiles to the program a hand-written `jax.custom_vjp`
 would. A surrogate gradient stays a surrogate in both directions: the forward-mode
@@ -19,8 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jex
 
-from crossgrad.backends import (base, jax_array_api, jax_array_object, jax_export, jax_linear,
-                                kernel_core, op_core)
+from crossgrad.backends.common import base, kernel_core, op_core
+from crossgrad.backends.jax import namespace as array_api
+from crossgrad.backends.jax import array_object, export, linear
 from crossgrad.registry import namespace, numpy_like, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -61,23 +62,23 @@ xp = Namespace(NAME, jnp, extensions={
     "take": functools.partial(numpy_like.take, jnp, NAME), "segment_sum": _segment_sum,
     "segment_min": _segment_min, "one_hot": _one_hot,
     "unbroadcast": functools.partial(numpy_like.unbroadcast, jnp)},
-    overrides=jax_array_api.FIXES)  # Where jax.numpy departs from the standard.
+    overrides=array_api.FIXES)  # Where jax.numpy departs from the standard.
 
 
 def spec_of(x: Any) -> validation.ArraySpec:
   return validation.ArraySpec(tuple(np.shape(x)), jnp.dtype(x.dtype).name)
 
 
-jax_array_object.use_namespace(xp)
+array_object.use_namespace(xp)
 
 
 def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:
   """An op's forward or backward with the standard's array object inside
-  (`jax_array_object`: ``device`` and ``to_device`` on tracers), JAX's arrays outside."""
-  if not jax_array_object.enabled():
+  (`array_object`: ``device`` and ``to_device`` on tracers), JAX's arrays outside."""
+  if not array_object.enabled():
     return fn(namespace_, *args, **params)
-  wrapped = jax_array_object.wrap(tuple(args))
-  return jax_array_object.unwrap(fn(jax_array_object.body_namespace(), *wrapped, **params))
+  wrapped = array_object.wrap(tuple(args))
+  return array_object.unwrap(fn(array_object.body_namespace(), *wrapped, **params))
 
 
 _CORE = op_core.Adapter(
@@ -157,7 +158,7 @@ def _trace_key(op, params, tree, leaves, dynamic, moving, in_specs, out_specs):
 
 def _output_tangents(core: op_core.OpCore, outputs, result: op_core.Forward, tangents):
   """The op's forward-mode derivative: the transpose of its backward applied to the input
-  tangents (`jax_linear`: reverse mode transposes it back to the backward as written)."""
+  tangents (`linear`: reverse mode transposes it back to the backward as written)."""
   op, params, specs = core.op, core.params, result.specs
   outs = validation.as_tuple(outputs)
   single, in_specs, out_specs = specs.single, specs.inputs, specs.outputs
@@ -178,10 +179,10 @@ def _output_tangents(core: op_core.OpCore, outputs, result: op_core.Forward, tan
                                zeros=None)  # Every floating output has its g here.
     return [cotangents[i] for i in moving]
 
-  g_examples = [jax_linear.shaped(outs[k]) for k in floating]
+  g_examples = [linear.shaped(outs[k]) for k in floating]
   key = _trace_key(op, params, tree, leaves, dynamic, moving, in_specs, out_specs)
   if key is None or key not in _READ:
-    res_examples = [jax_linear.shaped(leaves[k]) for k in dynamic]
+    res_examples = [linear.shaped(leaves[k]) for k in dynamic]
     closed = jax.make_jaxpr(backward)(res_examples, g_examples)
     _check_linear(op, closed, len(dynamic), moving)
     read = [k for k, used in zip(dynamic, _used(closed.jaxpr)) if used]
@@ -198,7 +199,7 @@ def _output_tangents(core: op_core.OpCore, outputs, result: op_core.Forward, tan
       raise _not_linear(op, f"JAX cannot transpose it: {e}"[:200]) from None
     return t_out
 
-  t_out = iter(jax_linear.apply(transposed, backward, [leaves[k] for k in dynamic],
+  t_out = iter(linear.apply(transposed, backward, [leaves[k] for k in dynamic],
                                 [tangents[i] for i in moving], key))
   out_tangents = tuple(next(t_out) if spec.is_inexact
                        else np.zeros(spec.shape, jax.dtypes.float0) for spec in out_specs)
@@ -254,8 +255,8 @@ def _note_value_read(x: Any):
   """A `validation` value reader that only notes the question about a JAX array
   (`_primitive`). Other arrays pass untouched: torch.compile traces this reader for a
   tensor, and a global it changed would recompile each compiled caller after every
-  eager JAX call that reads values. An op body's `jax_array_object.Array` is a JAX array."""
-  if isinstance(x, (jax.Array, jax_array_object.Array)):
+  eager JAX call that reads values. An op body's `array_object.Array` is a JAX array."""
+  if isinstance(x, (jax.Array, array_object.Array)):
     _VALUE_READS.append(True)
   return NotImplemented
 
@@ -388,7 +389,7 @@ def precision_scope(arrays: Sequence[np.ndarray], float32: str | None = None):
 def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):
   """The op's function in ``mode``: the emitted op, or its `jax.export` round trip."""
   fn = get(op, **params)
-  return jax_export.round_trip(fn, inputs) if mode == "export" else fn
+  return export.round_trip(fn, inputs) if mode == "export" else fn
 
 
 def _key(op: OpDef, params: dict, mode: str, *what: Any) -> tuple | None:

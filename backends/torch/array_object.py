@@ -16,7 +16,7 @@ a tensor subclass for Dynamo, AOTAutograd and functorch to trace through. The wr
 exists only while the body runs or is traced: under ``torch.compile`` Dynamo inlines it, and
 the FX graph holds the same torch ops as with plain tensors. Eagerly, `probe` runs a body on
 it recording where a plain tensor would behave otherwise or values reach Python
-(`_diverged`), so that `torch_plain_bodies` can leave the wrapper out where it changes
+(`_diverged`), so that `plain_bodies` can leave the wrapper out where it changes
 nothing.
 """
 
@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from crossgrad.backends import array_trees
+from crossgrad.backends.common import array_trees
 
 # A list, where the other array objects use `scoped.Switch`: torch.compile reads it while
 # tracing, and Dynamo cannot trace `contextvars.ContextVar.get` (a graph break).
@@ -58,7 +58,7 @@ def enabled() -> bool:
 # torch.Tensor would behave otherwise than the standard's array object, or let values reach
 # Python (they may steer its control flow); None while no probe runs.
 _DIVERGED: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
-    "crossgrad.backends.torch_array_object.diverged", default=None)
+    "crossgrad.backends.torch.array_object.diverged", default=None)
 
 
 def _diverged() -> bool:

@@ -1,6 +1,6 @@
 """The TensorFlow backend: each op becomes a `tf.custom_gradient` function.
 
-``xp`` is `tensorflow_array_api` (the Array API standard written with core TF ops, so it
+``xp`` is `array_api` (the Array API standard written with core TF ops, so it
 never depends on `tf.experimental.numpy.experimental_enable_numpy_behavior()`, a
 process-wide switch crossgrad must not flip, and every op compiles under XLA) plus
 crossgrad's extensions.
@@ -16,11 +16,11 @@ import tensorflow as tf
 from tensorflow.python.eager import forwardprop_util  # pylint: disable=g-direct-tensorflow-import
 from tensorflow.python.eager import record  # pylint: disable=g-direct-tensorflow-import
 
-from crossgrad.backends import base, kernel_core, op_core, tensorflow_array_api
-from crossgrad.backends import tensorflow_export
-from crossgrad.backends.tensorflow_array_api import _raw
-from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
-from crossgrad.backends.tensorflow_array_api._dtypes import _const, _host_ints
+from crossgrad.backends.common import base, kernel_core, op_core
+from crossgrad.backends.tensorflow import namespace as array_api
+from crossgrad.backends.tensorflow import array_object, export
+from crossgrad.backends.tensorflow.namespace import _raw
+from crossgrad.backends.tensorflow.namespace._dtypes import _const, _host_ints
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import Namespace
@@ -118,7 +118,7 @@ def _segment_min_propagating_nan(data, segment_ids, num_segments):
   return tf.where(nans > 0, tf.constant(float("nan"), data.dtype), out)
 
 
-xp = Namespace(NAME, tensorflow_array_api, extensions={
+xp = Namespace(NAME, array_api, extensions={
     "take": _take,
     "segment_sum": _segment("segment_sum", tf.math.unsorted_segment_sum),
     # Empty segments hold the dtype's largest value, as documented.
@@ -128,7 +128,7 @@ xp = Namespace(NAME, tensorflow_array_api, extensions={
         x, num_classes, on_value=_const(1, dtype), off_value=_const(0, dtype), dtype=dtype),
     "unbroadcast": _unbroadcast,
 })
-tensorflow_array.use_namespace(xp)
+array_object.use_namespace(xp)
 
 
 def spec_of(x: Any) -> validation.ArraySpec:
@@ -149,11 +149,11 @@ def _key_of(x: Any) -> tuple:
 
 def _body(fn: Callable[..., Any], namespace_: Any, args: Sequence[Any], params: dict) -> Any:
   """An op's forward or backward with the standard's array object inside
-  (`tensorflow_array`), plain tensors outside."""
-  if not tensorflow_array.enabled():
+  (`array_object`), plain tensors outside."""
+  if not array_object.enabled():
     return fn(namespace_, *args, **params)
-  wrapped = tensorflow_array.wrap(tuple(args))
-  return tensorflow_array.unwrap(fn(tensorflow_array.body_namespace(), *wrapped, **params))
+  wrapped = array_object.wrap(tuple(args))
+  return array_object.unwrap(fn(array_object.body_namespace(), *wrapped, **params))
 
 
 # Its complex gradients are the conjugates of JAX's VJP: the op core converts a complex
@@ -272,7 +272,7 @@ def _function(op: OpDef, params: dict, inputs: Sequence[np.ndarray], mode: str):
   """The op's TF function in ``mode``: the emitted op, its SavedModel round trip, or
   another framework's op (`add_round_trip`)."""
   if mode == "saved_model":
-    return tensorflow_export.saved_model_round_trip(get(op, **params), inputs)
+    return export.saved_model_round_trip(get(op, **params), inputs)
   if mode in _ROUND_TRIPS:
     return _ROUND_TRIPS[mode][0](op, params)
   return get(op, **params)

@@ -32,8 +32,9 @@ from torch._functorch.utils import unwrap_dead_wrappers as _unwrap_dead_wrappers
 from torch.autograd import forward_ad
 from torch.utils import _pytree as pytree
 
-from crossgrad.backends import (base, kernel_core, op_core, torch_array_api,
-                                torch_array_object, torch_dynamo_matmul, torch_plain_bodies)
+from crossgrad.backends.common import base, kernel_core, op_core
+from crossgrad.backends.torch import namespace as array_api
+from crossgrad.backends.torch import array_object, dynamo_matmul, plain_bodies
 from crossgrad.registry import broadcasting, namespace, validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.namespace import CONSTANTS, EXTENSIONS, FUNCTIONS, Namespace
@@ -164,12 +165,12 @@ def _full(shape, fill_value, *, dtype=None, device=None):
 
 
 def _asarray(obj, /, *, dtype=None, device=None, copy=None):
-  return torch_array_api.asarray(obj, dtype=as_dtype(dtype), device=device, copy=copy)
+  return array_api.asarray(obj, dtype=as_dtype(dtype), device=device, copy=copy)
 
 
 def _cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
-  """The standard's dtype rule (``torch_array_api``), ``dtype`` also a name."""
-  return torch_array_api.FIXES["cumulative_sum"](
+  """The standard's dtype rule (``array_api``), ``dtype`` also a name."""
+  return array_api.FIXES["cumulative_sum"](
       _tensor(x), axis=axis, dtype=as_dtype(dtype), include_initial=include_initial)
 
 
@@ -206,8 +207,8 @@ def _numpy_as_tensors(fn):
 
 def _standard() -> types.SimpleNamespace:
   """The standard's names for torch: array_api_compat's (but for crossgrad's fixes in
-  `torch_array_api`), taking NumPy arrays too."""
-  found = {name: torch_array_api.FIXES[name] if name in torch_array_api.FIXES
+  `array_api`), taking NumPy arrays too."""
+  found = {name: array_api.FIXES[name] if name in array_api.FIXES
            else getattr(compat, name)
            for name in STANDARD if name not in _OWN}
   names = {name: _numpy_as_tensors(value) if callable(value) else value
@@ -251,7 +252,7 @@ def _traced(x: torch.Tensor) -> bool:
 
 def _read_values(x: Any):
   """NumPy values of an eager tensor (an op body's array too); None where traced."""
-  if type(x) is torch_array_object.Array:
+  if type(x) is array_object.Array:
     x = x.tensor
   if not isinstance(x, torch.Tensor):
     return NotImplemented
@@ -269,7 +270,7 @@ _BOUNDED = frozenset(getattr(torch, name) for name in (
 def _read_bounds(x: Any):
   """``(min, max)`` of a real eager tensor by one torch reduction; None where traced or
   empty."""
-  if type(x) is torch_array_object.Array:
+  if type(x) is array_object.Array:
     x = x.tensor
   if not isinstance(x, torch.Tensor):
     return NotImplemented
@@ -317,36 +318,36 @@ _ON_DEVICE: dict[torch.device, Namespace] = {
     for i in range(torch.cuda.device_count())}
 
 
-_BODY_XP = torch_array_object.BodyNamespace(xp)
-_BODY_ON_DEVICE = {device: torch_array_object.BodyNamespace(ns)
+_BODY_XP = array_object.BodyNamespace(xp)
+_BODY_ON_DEVICE = {device: array_object.BodyNamespace(ns)
                    for device, ns in _ON_DEVICE.items()}
 
 
-def _body_on(device: torch.device) -> torch_array_object.BodyNamespace:
-  """The ``xp`` an op's body gets for arrays on ``device`` (`torch_array_object`): creation
+def _body_on(device: torch.device) -> array_object.BodyNamespace:
+  """The ``xp`` an op's body gets for arrays on ``device`` (`array_object`): creation
   functions in it (``xp.zeros``) make arrays there, not on the CPU (`xp` itself)."""
   if device.type == "cpu":
     return _BODY_XP
   found = _BODY_ON_DEVICE.get(device)
   if found is None and not torch.compiler.is_compiling():
     _ON_DEVICE[device] = _namespace_on(device)
-    found = _BODY_ON_DEVICE[device] = torch_array_object.BodyNamespace(_ON_DEVICE[device])
+    found = _BODY_ON_DEVICE[device] = array_object.BodyNamespace(_ON_DEVICE[device])
   return found or _BODY_XP
 
 
-torch_array_object.use_namespaces(xp, _body_on)
-torch_dynamo_matmul.install_when_dynamo_loads(torch_array_object.Array)  # `a @ b` in bodies.
+array_object.use_namespaces(xp, _body_on)
+dynamo_matmul.install_when_dynamo_loads(array_object.Array)  # `a @ b` in bodies.
 
 
 def _namespace_for(tensors: Sequence[Any]) -> Any:
   """The ``xp`` an op's forward or backward gets: the body namespace of the inputs' device
-  (`_body_on`); with `torch_array_object.native_tensors`, the plain one."""
+  (`_body_on`); with `array_object.native_tensors`, the plain one."""
   device = None
   for x in tensors:
     if isinstance(x, torch.Tensor) and not x.is_cpu:
       device = x.device
       break
-  if torch_array_object.enabled():
+  if array_object.enabled():
     return _BODY_XP if device is None else _body_on(device)
   if device is None:
     return xp
@@ -431,7 +432,7 @@ def _to_tensors(inputs: Sequence[Any]) -> list[torch.Tensor]:
 CONJUGATE_COMPLEX_GRADIENTS = True
 _CORE = op_core.Adapter(NAME, xp, spec_of, key_of=_key_of, to_arrays=_to_tensors,
                         namespace_for=_namespace_for,
-                        make_body=lambda: torch_plain_bodies.PlainBodies(_BODY_XP),
+                        make_body=lambda: plain_bodies.PlainBodies(_BODY_XP),
                         conjugate_complex=CONJUGATE_COMPLEX_GRADIENTS,
                         tracing=torch.compiler.is_compiling,
                         constant_at_trace=lambda fn: _constant_at_trace(fn))  # Below.

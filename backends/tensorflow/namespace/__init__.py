@@ -41,14 +41,14 @@ one axis at a time.
 
 import types
 
-from crossgrad.backends.tensorflow_array_api._dtypes import (
+from crossgrad.backends.tensorflow.namespace._dtypes import (
     __array_api_version__, asarray, astype, bool, can_cast, complex128, complex64, e, finfo,
     float32, float64, iinfo, inf, int16, int32, int64, int8, isdtype, nan, newaxis, pi,
     result_type, uint16, uint32, uint64, uint8)
-from crossgrad.backends.tensorflow_array_api._creation import (
+from crossgrad.backends.tensorflow.namespace._creation import (
     arange, empty, empty_like, eye, from_dlpack, full, full_like, linspace, meshgrid, ones,
     ones_like, tril, triu, zeros, zeros_like)
-from crossgrad.backends.tensorflow_array_api._elementwise import (
+from crossgrad.backends.tensorflow.namespace._elementwise import (
     abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_invert,
     bitwise_left_shift, bitwise_or, bitwise_right_shift, bitwise_xor, ceil, clip, conj,
     copysign, cos, cosh, divide, equal, exp, expm1, floor, floor_divide, greater, greater_equal,
@@ -56,18 +56,18 @@ from crossgrad.backends.tensorflow_array_api._elementwise import (
     logical_and, logical_not, logical_or, logical_xor, maximum, minimum, multiply, negative,
     nextafter, not_equal, positive, pow, real, reciprocal, remainder, round, sign, signbit, sin,
     sinh, sqrt, square, subtract, tan, tanh, trunc)
-from crossgrad.backends.tensorflow_array_api._manipulation import (
+from crossgrad.backends.tensorflow.namespace._manipulation import (
     broadcast_arrays, broadcast_to, concat, expand_dims, flip, moveaxis, permute_dims, repeat,
     reshape, roll, squeeze, stack, take, take_along_axis, tile, unstack)
-from crossgrad.backends.tensorflow_array_api._searching import (
+from crossgrad.backends.tensorflow.namespace._searching import (
     argmax, argmin, argsort, count_nonzero, nonzero, searchsorted, sort, unique_all,
     unique_counts, unique_inverse, unique_values, where)
-from crossgrad.backends.tensorflow_array_api._statistics import (
+from crossgrad.backends.tensorflow.namespace._statistics import (
     all, any, cumulative_prod, cumulative_sum, diff, max, mean, min, prod, std, sum, var)
-from crossgrad.backends.tensorflow_array_api._linalg import (
+from crossgrad.backends.tensorflow.namespace._linalg import (
     linalg, matmul, matrix_transpose, tensordot, vecdot)
-from crossgrad.backends.tensorflow_array_api._fft import fft
-from crossgrad.backends.tensorflow_array_api._info import __array_namespace_info__
+from crossgrad.backends.tensorflow.namespace._fft import fft
+from crossgrad.backends.tensorflow.namespace._info import __array_namespace_info__
 
 # The standard's names: its functions, dtypes, constants and the linalg and fft extensions.
 __all__ = sorted(name for name, value in globals().items()

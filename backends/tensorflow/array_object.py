@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from crossgrad.backends import array_trees
-from crossgrad.backends import scoped
-from crossgrad.backends.tensorflow_array_api._linalg import matmul_transposed
-from crossgrad.backends.tensorflow_array_api._manipulation import take
+from crossgrad.backends.common import array_trees
+from crossgrad.backends.common import scoped
+from crossgrad.backends.tensorflow.namespace._linalg import matmul_transposed
+from crossgrad.backends.tensorflow.namespace._manipulation import take
 
-_ENABLED = scoped.Switch("crossgrad.backends.tensorflow_array_api.array_object")
+_ENABLED = scoped.Switch("crossgrad.backends.tensorflow.array_object")
 
 
 def native_tensors():

@@ -1,5 +1,5 @@
 """What every backend shares: loading backends by name (built-in or registered), the
-cached `get`, mode checks. The protocol itself is `crossgrad.backends.protocol`."""
+cached `get`, mode checks. The protocol itself is `crossgrad.backends.common.protocol`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 import types
 from typing import Any, Callable, Sequence, TypeVar
 
-from crossgrad.backends import protocol
+from crossgrad.backends.common import protocol
 from crossgrad.registry import kernels, op_registry
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
@@ -42,7 +42,7 @@ def register(backend: Any) -> Any:
   missing = [m for m in protocol.MEMBERS if not hasattr(backend, m)]
   if missing:
     raise CrossgradError(
-        "not a backend: members of crossgrad.backends.protocol.Backend are missing",
+        "not a backend: members of crossgrad.backends.common.protocol.Backend are missing",
         backend=getattr(backend, "NAME", None), argument="backend",
         expected=", ".join(protocol.MEMBERS), actual=f"missing {', '.join(missing)}")
   if backend.NAME in BUILT_IN:

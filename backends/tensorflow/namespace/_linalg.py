@@ -7,16 +7,16 @@ import types
 
 import tensorflow as tf
 
-from crossgrad.backends.tensorflow_array_api import _raw
-from crossgrad.backends.tensorflow_array_api._dtypes import (
+from crossgrad.backends.tensorflow.namespace import _raw
+from crossgrad.backends.tensorflow.namespace._dtypes import (
     _REAL_OF, _cast, _index, _is_complex, _norm_axis, _promote, _py_max, _py_min, _reduce_axes,
     _shape, _tensor, bool, finfo, int16, int32, int64, int8, uint16, uint32, uint64, uint8)
-from crossgrad.backends.tensorflow_array_api._creation import eye
-from crossgrad.backends.tensorflow_array_api._elementwise import conj, multiply
-from crossgrad.backends.tensorflow_array_api._manipulation import (
+from crossgrad.backends.tensorflow.namespace._creation import eye
+from crossgrad.backends.tensorflow.namespace._elementwise import conj, multiply
+from crossgrad.backends.tensorflow.namespace._manipulation import (
     _broadcast_shape, _transpose, broadcast_arrays)
-from crossgrad.backends.tensorflow_array_api._searching import count_nonzero
-from crossgrad.backends.tensorflow_array_api._statistics import max, min, sum
+from crossgrad.backends.tensorflow.namespace._searching import count_nonzero
+from crossgrad.backends.tensorflow.namespace._statistics import max, min, sum
 
 
 # Linear algebra (top level and the `linalg` extension).

@@ -5,12 +5,12 @@ import math
 
 import tensorflow as tf
 
-from crossgrad.backends.tensorflow_array_api import _raw
-from crossgrad.backends.tensorflow_array_api._dtypes import (
+from crossgrad.backends.tensorflow.namespace import _raw
+from crossgrad.backends.tensorflow.namespace._dtypes import (
     _SIGNED, _UNSIGNED, _const, _dtype, _index, _is_complex, _is_float, _norm_axis, _py_int,
     _reduce_axes, _reduction_axes, _shape, _tensor, astype, bool, int64, uint64)
-from crossgrad.backends.tensorflow_array_api._elementwise import _nan_like
-from crossgrad.backends.tensorflow_array_api._manipulation import concat
+from crossgrad.backends.tensorflow.namespace._elementwise import _nan_like
+from crossgrad.backends.tensorflow.namespace._manipulation import concat
 
 
 # Statistical and utility functions.

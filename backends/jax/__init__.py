@@ -1,0 +1,16 @@
+"""The JAX backend (`crossgrad.backends.common.protocol`), as
+`crossgrad.backends.common.base.load("jax")` returns it: the public names of its emitter.
+"""
+
+from crossgrad.backends.jax.emitter import (
+    ARRAY_MODULES, EXTRA_MODES, MODES, NAME, NARROWED_INTEGERS, PLATFORMS, TRANSFORMS,
+    UNSUPPORTED_CHECKS, VERSION, compile_cache_stats, devices, enable_compile_cache, evaluate,
+    evaluate_higher_order, evaluate_transformed, find_device, get, precision_scope,
+    register_container, set_cpu_device_count, spec_of, xp,
+)
+
+__all__ = ("ARRAY_MODULES", "EXTRA_MODES", "MODES", "NAME", "NARROWED_INTEGERS", "PLATFORMS",
+           "TRANSFORMS", "UNSUPPORTED_CHECKS", "VERSION", "compile_cache_stats", "devices",
+           "enable_compile_cache", "evaluate", "evaluate_higher_order", "evaluate_transformed",
+           "find_device", "get", "precision_scope", "register_container",
+           "set_cpu_device_count", "spec_of", "xp")

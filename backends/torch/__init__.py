@@ -1,0 +1,17 @@
+"""The PyTorch backend (`crossgrad.backends.common.protocol`), as
+`crossgrad.backends.common.base.load("torch")` returns it: the public names of its emitter.
+"""
+
+from crossgrad.backends.torch.emitter import (
+    ARRAY_MODULES, CONJUGATE_COMPLEX_GRADIENTS, CREATION, EXTRA_MODES, MODES, NAME, STANDARD,
+    TRANSFORMS, UNSUPPORTED_CHECKS, VERSION, as_dtype, compile_cache_stats, devices,
+    enable_compile_cache, evaluate, evaluate_higher_order, evaluate_transformed, find_device,
+    get, precision_scope, register_container, set_cpu_device_count, spec_of, warm_up, xp,
+)
+
+__all__ = ("ARRAY_MODULES", "CONJUGATE_COMPLEX_GRADIENTS", "CREATION", "EXTRA_MODES", "MODES",
+           "NAME", "STANDARD", "TRANSFORMS", "UNSUPPORTED_CHECKS", "VERSION", "as_dtype",
+           "compile_cache_stats", "devices", "enable_compile_cache", "evaluate",
+           "evaluate_higher_order", "evaluate_transformed", "find_device", "get",
+           "precision_scope", "register_container", "set_cpu_device_count", "spec_of",
+           "warm_up", "xp")
