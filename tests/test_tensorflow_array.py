@@ -195,7 +195,7 @@ def test_built_in_ops_compile_to_the_same_graph_and_hlo(op, params):
   inputs = [tf.constant(x) for x in op.sample(np.random.default_rng(0))]
   compiled = {}
   for wrapped in (True, False):
-    with contextlib.nullcontext() if wrapped else tensorflow_array.native_tensors():
+    with contextlib.nullcontext() if wrapped else tensorflow_array.native_arrays():
       graph = tf.function(_value_and_grad(op, params, inputs))
       xla = tf.function(_value_and_grad(op, params, inputs), jit_compile=True)
       compiled[wrapped] = (_graph_ops(graph.get_concrete_function(*inputs)),

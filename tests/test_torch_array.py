@@ -187,7 +187,7 @@ def _dynamo_graph(op, params, wrapped):
     return gm.forward
 
   torch.compiler.reset()
-  with contextlib.nullcontext() if wrapped else torch_array_object.native_tensors():
+  with contextlib.nullcontext() if wrapped else torch_array_object.native_arrays():
     _train_step(op, params, capture)(*_inputs(op))
   return graphs
 
@@ -207,7 +207,7 @@ def test_inductor_code_is_the_same():
   codes = []
   for wrapped in (True, False):
     torch.compiler.reset()
-    with contextlib.nullcontext() if wrapped else torch_array_object.native_tensors():
+    with contextlib.nullcontext() if wrapped else torch_array_object.native_arrays():
       _, code = run_and_get_code(torch.compile(fn, fullgraph=True), x)
     codes.append(code)
   assert codes[0] and codes[0] == codes[1]

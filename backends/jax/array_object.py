@@ -24,11 +24,11 @@ same as with plain tracers.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import jax
 
+from crossgrad.backends.common import array_object as common
 from crossgrad.backends.common import array_trees
 from crossgrad.backends.common import scoped
 
@@ -50,141 +50,68 @@ def device_of(x: Any) -> Any:
   return None if isinstance(x, jax.core.Tracer) else x.device
 
 
-def _delegated(dunder):
-  """jax.Array's operator ``dunder`` (NotImplemented for an operand it does not take)."""
-  def apply(self, other):
-    out = getattr(self.array, dunder)(other.array if type(other) is Array else other)
-    return out if out is NotImplemented else Array(out)
-  return apply
+# The standard's operator names (`common.array_object`) as jax.Array's dunders.
+_BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "truediv",
+           "pow": "pow", "matmul": "matmul", "bitwise_and": "and", "bitwise_or": "or",
+           "bitwise_xor": "xor", "bitwise_left_shift": "lshift",
+           "bitwise_right_shift": "rshift"}
+_DUNDERS = {**{name: (f"__{op}__", f"__r{op}__") for name, op in _BINARY.items()},
+            **{name: (f"__{op}__", None) for name, op in (
+                ("equal", "eq"), ("not_equal", "ne"), ("less", "lt"), ("less_equal", "le"),
+                ("greater", "gt"), ("greater_equal", "ge"))}}
+_UNARY = {"negative": "__neg__", "positive": "__pos__", "abs": "__abs__",
+          "bitwise_invert": "__invert__"}
+# Deviation from jax.Array: // and % follow the standard's special values (xp's functions).
+_STANDARD = ("floor_divide", "remainder")
 
 
-def _unary(dunder):
-  """jax.Array's unary operator ``dunder``."""
-  def apply(self):
-    return Array(getattr(self.array, dunder)())
-  return apply
-
-
-def _standard(name, reflected=False):
-  """The operator as ``xp``'s function ``name`` (the standard's special values)."""
-  def apply(self, other):
-    other = other.array if type(other) is Array else other
-    args = (other, self.array) if reflected else (self.array, other)
-    return Array(getattr(_XP[0], name)(*args))
-  return apply
-
-
-class Array:
+class Array(common.Array):
   """A JAX array or tracer with the standard's array object (see the module docstring)."""
 
-  __slots__ = ("array",)
-  __array_priority__ = 100  # NumPy defers to our reflected operators.
+  __slots__ = ()
+  IMMUTABLE = ("JAX arrays are immutable: build the result with xp.where, xp.concat or "
+               "xp.segment_sum")
 
-  def __init__(self, array):
-    self.array = array
-
-  dtype = property(lambda self: self.array.dtype)
-  shape = property(lambda self: self.array.shape)
-  ndim = property(lambda self: self.array.ndim)
-  size = property(lambda self: self.array.size)
-  T = property(lambda self: Array(self.array.T))  # pylint: disable=invalid-name
-  mT = property(lambda self: Array(self.array.mT))  # pylint: disable=invalid-name
+  shape = property(lambda self: self.native.shape)
+  size = property(lambda self: self.native.size)
+  T = property(lambda self: Array(self.native.T))  # pylint: disable=invalid-name
+  mT = property(lambda self: Array(self.native.mT))  # pylint: disable=invalid-name
 
   @property
   def device(self):
-    return device_of(self.array)
+    return device_of(self.native)
 
   def to_device(self, device, /, *, stream=None):
     del stream
-    return self if device is None else Array(jax.device_put(self.array, device))
-
-  def __array_namespace__(self, *, api_version=None):
-    del api_version
-    return body_namespace()
-
-  def __bool__(self):
-    return bool(self.array)
-
-  def __int__(self):
-    return int(self.array)
-
-  def __float__(self):
-    return float(self.array)
-
-  def __complex__(self):
-    return complex(self.array)
-
-  def __index__(self):
-    return operator.index(self.array)
+    return self if device is None else Array(jax.device_put(self.native, device))
 
   def __array__(self, dtype=None, copy=None):
     del copy
-    return self.array.__array__(dtype)
+    return self.native.__array__(dtype)
 
-  def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
-    given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
-    return self.array.__dlpack__(**{k: v for k, v in given.items() if v is not None})
+  def _binary(self, name, other, reflected):
+    other = other.native if type(other) is Array else other
+    if name in _STANDARD:
+      args = (other, self.native) if reflected else (self.native, other)
+      return Array(getattr(_XP[0], name)(*args))
+    # jax.Array's operator (NotImplemented for an operand it does not take).
+    out = getattr(self.native, _DUNDERS[name][reflected])(other)
+    return out if out is NotImplemented else Array(out)
 
-  def __dlpack_device__(self):
-    return self.array.__dlpack_device__()
+  def _unary(self, name):
+    return Array(getattr(self.native, _UNARY[name])())
 
-  def __iter__(self):
-    return (Array(a) for a in self.array)
+  def _index(self, key):
+    return self.native[unwrap(key)]
 
-  def __repr__(self):
-    return f"Array({self.array!r})"
-
-  def __getitem__(self, key):
-    return Array(self.array[unwrap(key)])
-
-  def __setitem__(self, key, value):
-    raise TypeError("JAX arrays are immutable: build the result with xp.where, xp.concat or "
-                    "xp.segment_sum")
-
-  __add__ = _delegated("__add__")
-  __radd__ = _delegated("__radd__")
-  __sub__ = _delegated("__sub__")
-  __rsub__ = _delegated("__rsub__")
-  __mul__ = _delegated("__mul__")
-  __rmul__ = _delegated("__rmul__")
-  __truediv__ = _delegated("__truediv__")
-  __rtruediv__ = _delegated("__rtruediv__")
-  __pow__ = _delegated("__pow__")
-  __rpow__ = _delegated("__rpow__")
-  __matmul__ = _delegated("__matmul__")
-  __rmatmul__ = _delegated("__rmatmul__")
-  __and__ = _delegated("__and__")
-  __rand__ = _delegated("__rand__")
-  __or__ = _delegated("__or__")
-  __ror__ = _delegated("__ror__")
-  __xor__ = _delegated("__xor__")
-  __rxor__ = _delegated("__rxor__")
-  __lshift__ = _delegated("__lshift__")
-  __rlshift__ = _delegated("__rlshift__")
-  __rshift__ = _delegated("__rshift__")
-  __rrshift__ = _delegated("__rrshift__")
-  __eq__ = _delegated("__eq__")
-  __ne__ = _delegated("__ne__")
-  __lt__ = _delegated("__lt__")
-  __le__ = _delegated("__le__")
-  __gt__ = _delegated("__gt__")
-  __ge__ = _delegated("__ge__")
-  # Deviation from jax.Array: // and % follow the standard's special values (xp).
-  __floordiv__ = _standard("floor_divide")
-  __rfloordiv__ = _standard("floor_divide", reflected=True)
-  __mod__ = _standard("remainder")
-  __rmod__ = _standard("remainder", reflected=True)
-  __neg__ = _unary("__neg__")
-  __pos__ = _unary("__pos__")
-  __abs__ = _unary("__abs__")
-  __invert__ = _unary("__invert__")
-  __hash__ = None
+  def _namespace(self):
+    return body_namespace()
 
 
 # JAX array and tracer leaves of a tree (tuples, lists, dicts, named tuples) as `Array`, and
 # back.
 wrap = array_trees.mapper(jax.Array, Array)
-unwrap = array_trees.mapper(Array, lambda a: a.array)
+unwrap = array_trees.mapper(Array, lambda a: a.native)
 
 
 _XP: list[Any] = [None]  # crossgrad.jax.xp, set by the backend as it loads (`use_namespace`).

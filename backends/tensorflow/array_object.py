@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from crossgrad.backends.common import array_object as common
 from crossgrad.backends.common import array_trees
 from crossgrad.backends.common import scoped
 from crossgrad.backends.tensorflow.namespace._linalg import matmul_transposed
@@ -30,7 +31,7 @@ from crossgrad.backends.tensorflow.namespace._manipulation import take
 _ENABLED = scoped.Switch("crossgrad.backends.tensorflow.array_object")
 
 
-def native_tensors():
+def native_arrays():
   """Op bodies traced or run in this scope see plain tf.Tensor (for measuring the wrapper)."""
   return _ENABLED.off()
 
@@ -39,28 +40,22 @@ def enabled() -> bool:
   return _ENABLED.on()
 
 
-class Array:
+class Array(common.Array):
   """A tf.Tensor with the Array API standard's array object (see the module docstring)."""
 
-  __slots__ = ("tensor",)
-  __array_priority__ = 100  # NumPy defers to our reflected operators.
-
-  def __init__(self, tensor):
-    self.tensor = tensor
+  __slots__ = ()
+  IMMUTABLE = ("crossgrad's TensorFlow arrays are immutable (as jax.Array): build the result "
+               "with xp.where, xp.concat or xp.segment_sum")
 
   # Attributes.
   @property
-  def dtype(self):
-    return self.tensor.dtype
-
-  @property
   def shape(self):
-    dims = self.tensor.shape
+    dims = self.native.shape
     return None if dims.rank is None else tuple(dims.as_list())
 
   @property
   def ndim(self):
-    return self.tensor.shape.rank
+    return self.native.shape.rank
 
   @property
   def size(self):
@@ -69,7 +64,7 @@ class Array:
 
   @property
   def device(self):
-    return self.tensor.device
+    return self.native.device
 
   @property
   def T(self):  # pylint: disable=invalid-name
@@ -81,158 +76,48 @@ class Array:
   def mT(self):  # pylint: disable=invalid-name
     return matrix_transpose(self)
 
-  def __array_namespace__(self, *, api_version=None):
-    del api_version
-    return body_namespace()
-
   def to_device(self, device, /, *, stream=None):
     del stream
     with tf.device(device):
-      return Array(tf.identity(self.tensor))
+      return Array(tf.identity(self.native))
 
-  # Arithmetic operators: TensorFlow's op at once where no promotion is needed (`_fast`).
-  def __add__(self, other, /):
-    return _fast(self, other, tf.math.add, "add")
+  # Operators: TensorFlow's op at once where no promotion is needed (`_fast`), else xp's
+  # function (the standard's promotion). Integers divide through xp's divide (bool too).
+  def _binary(self, name, other, reflected):
+    if name == "matmul":
+      return matmul(other, self) if reflected else matmul(self, other)
+    fast = _FAST.get(name)
+    if fast is not None:
+      tf_fn, floating_only = fast
+      return (_fast_reflected if reflected else _fast)(self, other, tf_fn, name, floating_only)
+    return (_by_xp_reflected if reflected else _by_xp)(self, other, name)
 
-  def __radd__(self, other, /):
-    return _fast_reflected(self, other, tf.math.add, "add")
-
-  def __sub__(self, other, /):
-    return _fast(self, other, tf.math.subtract, "subtract")
-
-  def __rsub__(self, other, /):
-    return _fast_reflected(self, other, tf.math.subtract, "subtract")
-
-  def __mul__(self, other, /):
-    return _fast(self, other, tf.math.multiply, "multiply")
-
-  def __rmul__(self, other, /):
-    return _fast_reflected(self, other, tf.math.multiply, "multiply")
-
-  def __truediv__(self, other, /):  # Integers go through xp's divide (bool too).
-    return _fast(self, other, tf.math.truediv, "divide", floating_only=True)
-
-  def __rtruediv__(self, other, /):
-    return _fast_reflected(self, other, tf.math.truediv, "divide", floating_only=True)
-
-  def __floordiv__(self, other, /):
-    return _binary(self, other, "floor_divide")
-
-  def __rfloordiv__(self, other, /):
-    return _reflected(self, other, "floor_divide")
-
-  def __mod__(self, other, /):
-    return _binary(self, other, "remainder")
-
-  def __rmod__(self, other, /):
-    return _reflected(self, other, "remainder")
-
-  def __pow__(self, other, /):
-    return _binary(self, other, "pow")
-
-  def __rpow__(self, other, /):
-    return _reflected(self, other, "pow")
-
-  def __matmul__(self, other, /):
-    return matmul(self, other)
-
-  def __rmatmul__(self, other, /):
-    return matmul(other, self)
-
-  def __neg__(self):
-    t = self.tensor
-    return Array(tf.math.negative(t)) if t.dtype.is_floating else _call("negative", self)
-
-  def __pos__(self):
-    return _call("positive", self)
-
-  def __abs__(self):
-    return _call("abs", self)
-
-  # Bitwise operators.
-  def __invert__(self):
-    return _call("bitwise_invert", self)
-
-  def __and__(self, other, /):
-    return _binary(self, other, "bitwise_and")
-
-  def __rand__(self, other, /):
-    return _reflected(self, other, "bitwise_and")
-
-  def __or__(self, other, /):
-    return _binary(self, other, "bitwise_or")
-
-  def __ror__(self, other, /):
-    return _reflected(self, other, "bitwise_or")
-
-  def __xor__(self, other, /):
-    return _binary(self, other, "bitwise_xor")
-
-  def __rxor__(self, other, /):
-    return _reflected(self, other, "bitwise_xor")
-
-  def __lshift__(self, other, /):
-    return _binary(self, other, "bitwise_left_shift")
-
-  def __rlshift__(self, other, /):
-    return _reflected(self, other, "bitwise_left_shift")
-
-  def __rshift__(self, other, /):
-    return _binary(self, other, "bitwise_right_shift")
-
-  def __rrshift__(self, other, /):
-    return _reflected(self, other, "bitwise_right_shift")
-
-  # Comparisons.
-  def __eq__(self, other, /):
-    return _fast(self, other, tf.math.equal, "equal")
-
-  def __ne__(self, other, /):
-    return _fast(self, other, tf.math.not_equal, "not_equal")
-
-  def __lt__(self, other, /):
-    return _fast(self, other, tf.math.less, "less")
-
-  def __le__(self, other, /):
-    return _fast(self, other, tf.math.less_equal, "less_equal")
-
-  def __gt__(self, other, /):
-    return _fast(self, other, tf.math.greater, "greater")
-
-  def __ge__(self, other, /):
-    return _fast(self, other, tf.math.greater_equal, "greater_equal")
-
-  __hash__ = None  # Arrays compare elementwise: unhashable.
+  def _unary(self, name):
+    t = self.native
+    if name == "negative" and t.dtype.is_floating:
+      return Array(tf.math.negative(t))
+    return _call(name, self)
 
   # Deviation: no in-place operators (``__iadd__``...): the arrays are immutable, so
   # ``x += y`` rebinds ``x`` to ``x + y``, as for jax.Array.
 
   # Conversions. Deviation: eagerly only, as for tf.Tensor (a graph has no values to give).
-  def __bool__(self):
-    return bool(self.tensor)
-
-  def __int__(self):
-    return int(self.tensor)
-
-  def __float__(self):
-    return float(self.tensor)
-
   def __complex__(self):
-    return complex(self.tensor.numpy())
+    return complex(self.native.numpy())
 
   def __index__(self):
-    return operator.index(self.tensor.numpy())
+    return operator.index(self.native.numpy())
 
   def __array__(self, dtype=None, copy=None):  # Beyond the standard: NumPy's protocol.
     del copy
-    return np.asarray(self.tensor, dtype=dtype)
+    return np.asarray(self.native, dtype=dtype)
 
   def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
     """TensorFlow's DLPack capsule. Deviation: a legacy, unversioned capsule whatever
     ``max_version`` asks (the standard lets a producer give one); ``dl_device`` (1, 0)
     copies to the CPU, ``copy=True`` copies the buffer."""
     del stream, max_version
-    tensor = self.tensor
+    tensor = self.native
     if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
       if tuple(dl_device) != (1, 0):
         raise BufferError(f"__dlpack__: cannot export to DLPack device {dl_device}")
@@ -244,28 +129,22 @@ class Array:
 
   def __dlpack_device__(self):
     """(1, 0) for the CPU, (2, i) for GPU i (DLPack's kDLCPU, kDLCUDA)."""
-    spec = tf.DeviceSpec.from_string(self.tensor.device)
+    spec = tf.DeviceSpec.from_string(self.native.device)
     return (2, spec.device_index or 0) if spec.device_type == "GPU" else (1, 0)
 
   def __tf_tensor__(self, dtype=None, name=None):  # Beyond the standard: TensorFlow's.
-    return tf.convert_to_tensor(self.tensor, dtype=dtype, name=name)
+    return tf.convert_to_tensor(self.native, dtype=dtype, name=name)
 
-  def __iter__(self):  # Beyond the standard (which leaves iteration unspecified).
-    return (Array(t) for t in self.tensor)
+  def _of(self, native):
+    return Array(native)
 
-  def __repr__(self):
-    return f"Array({self.tensor!r})"
-
-  # Indexing.
-  def __getitem__(self, key, /):
+  def _index(self, key):
     if type(key) is tuple and all(type(k) in _BASIC for k in key) or type(key) in _BASIC:
-      return Array(self.tensor[key])  # Basic indexing: tf.Tensor's own.
-    return Array(_getitem(self.tensor, key))
+      return self.native[key]  # Basic indexing: tf.Tensor's own.
+    return _getitem(self.native, key)
 
-  def __setitem__(self, key, value, /):
-    """Deviation: the standard's arrays may be mutable; these are not (as jax.Array)."""
-    raise TypeError("crossgrad's TensorFlow arrays are immutable (as jax.Array): build the "
-                    "result with xp.where, xp.concat or xp.segment_sum")
+  def _namespace(self):
+    return body_namespace()
 
 
 _BASIC = (int, slice, type(Ellipsis), type(None))
@@ -282,12 +161,12 @@ def _operand(other) -> bool:
   return type(other) in (Array, bool, int, float, complex) or hasattr(other, "dtype")
 
 
-def _binary(self, other, name):
+def _by_xp(self, other, name):
   """``self <op> other`` by xp's ``name`` (the standard's promotion), or NotImplemented."""
   return _call(name, self, other) if _operand(other) else NotImplemented
 
 
-def _reflected(self, other, name):
+def _by_xp_reflected(self, other, name):
   """``other <op> self`` by xp's ``name``, or NotImplemented."""
   return _call(name, other, self) if _operand(other) else NotImplemented
 
@@ -296,7 +175,7 @@ def _same_dtype(t, other):
   """``other`` as a tensor of ``t``'s dtype when that is the standard's result (an array of
   the same dtype, or a Python float or int meeting a floating ``t``); else None."""
   if type(other) is Array:
-    return other.tensor if other.tensor.dtype == t.dtype else None
+    return other.native if other.native.dtype == t.dtype else None
   if type(other) in (float, int) and t.dtype.is_floating:
     return tf.constant(other, t.dtype)
   return None
@@ -304,8 +183,8 @@ def _same_dtype(t, other):
 
 def _fast(self, other, tf_fn, name, floating_only=False):
   """``self <op> other``: TensorFlow's ``tf_fn`` at once where no promotion is needed (the
-  graph is the same: xp's ``name`` calls that op after promoting), else `_binary`."""
-  t = self.tensor
+  graph is the same: xp's ``name`` calls that op after promoting), else `_by_xp`."""
+  t = self.native
   if type(other) is float and t.dtype.is_floating:
     # TensorFlow converts a float after a tensor to its dtype, as tf.constant(other,
     # t.dtype) does, but in C: a Python call less per scalar operand eagerly.
@@ -314,22 +193,31 @@ def _fast(self, other, tf_fn, name, floating_only=False):
     o = _same_dtype(t, other)
     if o is not None:
       return Array(tf_fn(t, o))
-  return _binary(self, other, name)
+  return _by_xp(self, other, name)
 
 
 def _fast_reflected(self, other, tf_fn, name, floating_only=False):
   """``other <op> self``, as `_fast`."""
-  t = self.tensor
+  t = self.native
   if not floating_only or t.dtype.is_floating:
     o = _same_dtype(t, other)
     if o is not None:
       return Array(tf_fn(o, t))
-  return _reflected(self, other, name)
+  return _by_xp_reflected(self, other, name)
+
+
+# Operators TensorFlow computes at once where no promotion is needed: the standard's name,
+# TensorFlow's op and whether only floating arrays take that path (`_fast`).
+_FAST = {"add": (tf.math.add, False), "subtract": (tf.math.subtract, False),
+         "multiply": (tf.math.multiply, False), "divide": (tf.math.truediv, True),
+         "equal": (tf.math.equal, False), "not_equal": (tf.math.not_equal, False),
+         "less": (tf.math.less, False), "less_equal": (tf.math.less_equal, False),
+         "greater": (tf.math.greater, False), "greater_equal": (tf.math.greater_equal, False)}
 
 
 class MatrixTransposed(Array):
   """The standard's ``matrix_transpose`` of the tensor ``transposed_of``, made when its
-  ``tensor`` is first read: `matmul` multiplies by it with TensorFlow's
+  ``native`` is first read: `matmul` multiplies by it with TensorFlow's
   ``transpose_a``/``transpose_b`` instead, one op where a transpose and a matmul were
   (eagerly, transposing a small matrix costs more than the matmul)."""
 
@@ -339,12 +227,12 @@ class MatrixTransposed(Array):
     self.transposed_of = transposed_of
 
   @property
-  def tensor(self):
+  def native(self):
     try:
-      return Array.tensor.__get__(self)
+      return Array.native.__get__(self)
     except AttributeError:  # Not made yet.
       tensor = _namespace().matrix_transpose(self.transposed_of)
-      Array.tensor.__set__(self, tensor)
+      Array.native.__set__(self, tensor)
       return tensor
 
   @property
@@ -367,7 +255,7 @@ def matrix_transpose(x, /):
     return Array(x.transposed_of)
   if type(x) is not Array or x.ndim is None or x.ndim < 2:
     return _call("matrix_transpose", x)  # Its error, or a transpose of unknown rank.
-  return MatrixTransposed(x.tensor)
+  return MatrixTransposed(x.native)
 
 
 def matmul(x1, x2, /):
@@ -399,7 +287,7 @@ def _getitem(x, key):
   integer dtype), one boolean mask, or integer arrays and integers on the leading axes
   (broadcast together; negative ones count from the end)."""
   key = key if isinstance(key, tuple) else (key,)
-  key = tuple(k.tensor if isinstance(k, Array) else k for k in key)
+  key = tuple(k.native if isinstance(k, Array) else k for k in key)
   arrays = [i for i, k in enumerate(key) if _is_array_index(k)]
   if not arrays:
     return x[tuple(tf.cast(k, tf.int64) if isinstance(k, tf.Tensor) else k for k in key)]
@@ -448,9 +336,9 @@ def unwrap(tree: Any) -> Any:
   """`Array` leaves of ``tree`` as their tf.Tensor."""
   kind = type(tree)
   if kind is Array or kind is MatrixTransposed:
-    return tree.tensor
+    return tree.native
   if kind is tuple or kind is list:
-    return kind([t.tensor if type(t) is Array else unwrap(t) for t in tree])
+    return kind([t.native if type(t) is Array else unwrap(t) for t in tree])
   if kind is dict:
     return {k: unwrap(v) for k, v in tree.items()}
   if isinstance(tree, tuple) and hasattr(tree, "_fields"):

@@ -32,6 +32,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from crossgrad.backends.common import array_object as common
 from crossgrad.backends.common import array_trees
 
 # A list, where the other array objects use `scoped.Switch`: torch.compile reads it while
@@ -40,7 +41,7 @@ _ENABLED = [True]
 
 
 @contextlib.contextmanager
-def native_tensors():
+def native_arrays():
   """Op bodies run or traced in this scope see plain torch.Tensor (for measuring the
   wrapper)."""
   _ENABLED.append(False)
@@ -82,122 +83,107 @@ def probe(run: Callable[[], Any]) -> tuple[Any, bool]:
     _DIVERGED.reset(token)
 
 
-class Array:
+class Array(common.Array):
   """A torch.Tensor with the Array API standard's array object (see the module docstring)."""
 
-  __slots__ = ("tensor",)
-  __array_priority__ = 100  # NumPy defers to our reflected operators.
-
-  def __init__(self, tensor):
-    self.tensor = tensor
-
-  @property
-  def dtype(self):
-    return self.tensor.dtype
+  __slots__ = ()
 
   @property
   def shape(self):
-    return tuple(self.tensor.shape)
-
-  @property
-  def ndim(self):
-    return self.tensor.ndim
+    return tuple(self.native.shape)
 
   @property
   def size(self):
     """The number of elements: an int (symbolic under dynamic shapes, never unknown)."""
     _diverged()  # torch's is a method.
-    return math.prod(self.tensor.shape)
+    return math.prod(self.native.shape)
 
   @property
   def device(self):
-    return self.tensor.device
+    return self.native.device
 
   @property
   def T(self):  # pylint: disable=invalid-name
     # A matrix's own .T traces to the same graph as in plain-tensor code; torch deprecates .T
     # of other ranks, whose axes are reversed here with permute.
-    if self.tensor.ndim == 2:
-      return Array(self.tensor.T)
+    if self.native.ndim == 2:
+      return Array(self.native.T)
     _diverged()
-    return Array(self.tensor.permute(tuple(range(self.tensor.ndim))[::-1]))
+    return Array(self.native.permute(tuple(range(self.native.ndim))[::-1]))
 
   @property
   def mT(self):  # pylint: disable=invalid-name
-    return Array(self.tensor.mT)
-
-  def __array_namespace__(self, *, api_version=None):
-    del api_version
-    found = _BODY_ON[0](self.tensor.device)
-    return probing(found) if _diverged() else found  # A probed body's own xp.
+    return Array(self.native.mT)
 
   def to_device(self, device, /, *, stream=None):
     del stream
     _diverged()
-    return Array(self.tensor.to(device))
-
-  def __bool__(self):
-    _diverged()
-    return bool(self.tensor)
-
-  def __int__(self):
-    _diverged()
-    return int(self.tensor)
-
-  def __float__(self):
-    _diverged()
-    return float(self.tensor)
-
-  def __complex__(self):
-    _diverged()
-    return complex(self.tensor)
-
-  def __index__(self):
-    _diverged()
-    return operator.index(self.tensor)
+    return Array(self.native.to(device))
 
   def __array__(self, dtype=None, copy=None):
     del copy
     _diverged()
-    return np.asarray(self.tensor.detach().cpu().numpy(), dtype=dtype)
+    return np.asarray(self.native.detach().cpu().numpy(), dtype=dtype)
 
-  def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+  def _binary(self, name, other, reflected):
+    """Python's operator (so torch's, the very call plain code makes) where torch's promotion
+    is the standard's (two arrays of one dtype; a Python int with a numeric array, a float
+    with a floating or complex one), else ``xp``'s function (`_FAST`)."""
+    fast = _FAST.get(name)
+    if fast is not None:
+      python_op, floating_only = fast
+      t, kind = self.native, type(other)
+      if kind is Array and not reflected:
+        o = other.native
+        if o.dtype == t.dtype and (not floating_only or t.is_floating_point() or t.is_complex()):
+          return Array(python_op(t, o))
+      elif kind is float and (t.is_floating_point() or t.is_complex()) or kind is int and (
+          (t.is_floating_point() or t.is_complex()) if floating_only else t.dtype != torch.bool):
+        return Array(python_op(other, t) if reflected else python_op(t, other))
     _diverged()
-    given = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
-    return self.tensor.__dlpack__(**{k: v for k, v in given.items() if v is not None})
+    if not _operand(other):
+      return NotImplemented
+    return _call(name, other, self) if reflected else _call(name, self, other)
 
-  def __dlpack_device__(self):
-    return self.tensor.__dlpack_device__()
-
-  def __iter__(self):
-    return (Array(t) for t in self.tensor)
-
-  def __repr__(self):
+  def _unary(self, name):
+    """Python's operator on a floating or complex array, else ``xp``'s function (torch's
+    ``-`` refuses bool; ``abs`` of a uint8 wraps)."""
+    t = self.native
+    if _inexact(t):
+      return Array(_UNARY[name](t))
     _diverged()
-    return f"Array({self.tensor!r})"
+    return _call(name, self)
 
-  def __getitem__(self, key):
+  def _index(self, key):
     if _is_basic_key(key):
-      return Array(self.tensor[key])
+      return self.native[key]
     _diverged()
-    tensor, key = _standard_key(self.tensor, key)
-    return Array(tensor[key])
+    tensor, key = _standard_key(self.native, key)
+    return tensor[key]
+
+  def _observe(self):
+    _diverged()
+
+  def _of(self, native):
+    return Array(native)
+
+  def _namespace(self):
+    found = _BODY_ON[0](self.native.device)
+    return probing(found) if _diverged() else found  # A probed body's own xp.
 
   def __setitem__(self, key, value):
     if not _is_basic_key(key):
       _diverged()
-    tensor, key = _standard_key(self.tensor, key)
-    if tensor is not self.tensor:  # A negative step reads a flipped copy.
+    tensor, key = _standard_key(self.native, key)
+    if tensor is not self.native:  # A negative step reads a flipped copy.
       raise IndexError("__setitem__ with a negative slice step: write through a positive one")
-    tensor[key] = value.tensor if type(value) is Array else value
+    tensor[key] = value.native if type(value) is Array else value
 
   def __getattr__(self, name):
     # Only for a name the class lacks: a torch.Tensor might have it (``hasattr`` of it would
     # answer otherwise).
     _diverged()
     raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-  __hash__ = None
 
 
 def _is_basic_key(key) -> bool:
@@ -218,7 +204,7 @@ def _index(k):
   """One entry of a key as torch indexes by it: an integer array of any integer dtype (torch
   takes uint8 as a mask and wants int64 or int32) as int64."""
   if type(k) is Array:
-    k = k.tensor
+    k = k.native
   if isinstance(k, np.ndarray):
     k = torch.from_numpy(k)
   if isinstance(k, torch.Tensor) and k.dtype not in _INDEX_DTYPES:
@@ -266,60 +252,21 @@ def _operand(other) -> bool:
   return type(other) in (Array, bool, int, float, complex) or hasattr(other, "dtype")
 
 
-def _binary(name):
-  def forward(self, other):
-    _diverged()
-    return _call(name, self, other) if _operand(other) else NotImplemented
-
-  def reflected(self, other):
-    _diverged()
-    return _call(name, other, self) if _operand(other) else NotImplemented
-
-  return forward, reflected
-
-
 def _inexact(t: torch.Tensor) -> bool:
   return t.is_floating_point() or t.is_complex()
 
 
-def _fast_binary(name, python_op, floating_only=False):
-  """The standard's operator: Python's (so torch's, the very call plain code makes) where
-  torch's promotion is the standard's (two arrays of one dtype; a Python int with a numeric
-  array, a float with a floating or complex one), else ``xp``'s function. ``floating_only``:
-  the fast path for floating and complex arrays only (``/`` of integers, ``**``, ``@``)."""
-  slow, slow_reflected = _binary(name)
-
-  def forward(self, other):
-    t, kind = self.tensor, type(other)
-    if kind is Array:
-      o = other.tensor
-      if o.dtype == t.dtype and (not floating_only or t.is_floating_point() or t.is_complex()):
-        return Array(python_op(t, o))
-    elif kind is float and (t.is_floating_point() or t.is_complex()) or kind is int and (
-        (t.is_floating_point() or t.is_complex()) if floating_only else t.dtype != torch.bool):
-      return Array(python_op(t, other))
-    return slow(self, other)
-
-  def reflected(self, other):
-    t, kind = self.tensor, type(other)
-    if kind is float and (t.is_floating_point() or t.is_complex()) or kind is int and (
-        (t.is_floating_point() or t.is_complex()) if floating_only else t.dtype != torch.bool):
-      return Array(python_op(other, t))
-    return slow_reflected(self, other)
-
-  return forward, reflected
-
-
-def _unary(name, python_op):
-  """The standard's unary operator: Python's on a floating or complex array, else ``xp``'s
-  function (torch's ``-`` refuses bool; ``abs`` of a uint8 wraps)."""
-  def apply(self):
-    t = self.tensor
-    if _inexact(t):
-      return Array(python_op(t))
-    _diverged()
-    return _call(name, self)
-  return apply
+# The operators Python (torch) computes at once where torch's promotion is the standard's:
+# the standard's name, Python's operator and whether only floating and complex arrays take
+# that path (``/`` of integers, ``**``, ``@``).
+_FAST = {"add": (operator.add, False), "subtract": (operator.sub, False),
+         "multiply": (operator.mul, False), "divide": (operator.truediv, True),
+         "pow": (operator.pow, True), "matmul": (operator.matmul, True),
+         "equal": (operator.eq, False), "not_equal": (operator.ne, False),
+         "less": (operator.lt, False), "less_equal": (operator.le, False),
+         "greater": (operator.gt, False), "greater_equal": (operator.ge, False)}
+_UNARY = {"negative": operator.neg, "positive": operator.pos, "abs": operator.abs,
+          "bitwise_invert": operator.invert}
 
 
 def _augmented(dunder):
@@ -331,42 +278,24 @@ def _augmented(dunder):
   return apply
 
 
-for _op, _name, _floating in (("add", "add", False), ("sub", "subtract", False),
-                              ("mul", "multiply", False), ("truediv", "divide", True),
-                              ("pow", "pow", True), ("matmul", "matmul", True)):
-  _f, _r = _fast_binary(_name, getattr(operator, _op), _floating)
-  setattr(Array, f"__{_op}__", _f)
-  setattr(Array, f"__r{_op}__", _r)
-for _op, _name in (("eq", "equal"), ("ne", "not_equal"), ("lt", "less"),
-                   ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal")):
-  setattr(Array, f"__{_op}__", _fast_binary(_name, getattr(operator, _op))[0])
-for _op, _name in (("floordiv", "floor_divide"), ("mod", "remainder"),
-                   ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
-                   ("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift")):
-  _f, _r = _binary(_name)
-  setattr(Array, f"__{_op}__", _f)
-  setattr(Array, f"__r{_op}__", _r)
 for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
             "xor", "lshift", "rshift"):
   setattr(Array, f"__i{_op}__", _augmented(f"__{_op}__"))
-for _op, _name in (("invert", "bitwise_invert"), ("neg", "negative"), ("pos", "positive"),
-                   ("abs", "abs")):
-  setattr(Array, f"__{_op}__", _unary(_name, getattr(operator, _op)))
 
 
 _CONTAINERS = (tuple, list, dict)
 
 # torch.Tensor leaves of a tree (tuples, lists, dicts, named tuples) as `Array`, and back.
 wrap = array_trees.mapper(torch.Tensor, Array)
-unwrap = array_trees.mapper(Array, lambda a: a.tensor)
+unwrap = array_trees.mapper(Array, lambda a: a.native)
 
 
-# Set by the torch backend as it loads (`use_namespaces`).
+# Set by the torch backend as it loads (`use_namespace`).
 _XP: list[Any] = [None]
 _BODY_ON: list[Any] = [None]
 
 
-def use_namespaces(xp: Any, body_on) -> None:
+def use_namespace(xp: Any, body_on) -> None:
   """``xp`` (the backend's) is what operators call; ``body_on(device)`` the body namespace
   whose creation functions default to ``device``, what ``__array_namespace__`` gives. The
   backend hands both over as it loads."""
@@ -410,7 +339,7 @@ def _arrays_in_and_out(fn):
   @functools.wraps(fn)  # fn's name, doc and signature (inspect.signature follows __wrapped__).
   def call(*args, **kwargs):
     # The common arguments (arrays, numbers) inline: this runs on every xp call of an op.
-    args = [a.tensor if type(a) is Array else unwrap(a) if type(a) in _CONTAINERS else a
+    args = [a.native if type(a) is Array else unwrap(a) if type(a) in _CONTAINERS else a
             for a in args]
     out = fn(*args, **unwrap(kwargs)) if kwargs else fn(*args)
     return Array(out) if type(out) is torch.Tensor else wrap(out)
@@ -438,7 +367,7 @@ def _integer_scalar(values) -> bool:
   """Whether ``values`` (or a tuple or list among them) hold a 0-d integer or bool `Array`."""
   for v in values:
     kind = type(v)
-    if kind is Array and v.tensor.ndim == 0 and not _inexact(v.tensor) or (
+    if kind is Array and v.native.ndim == 0 and not _inexact(v.native) or (
         (kind is tuple or kind is list) and _integer_scalar(v)):
       return True
   return False

@@ -253,7 +253,7 @@ def _traced(x: torch.Tensor) -> bool:
 def _read_values(x: Any):
   """NumPy values of an eager tensor (an op body's array too); None where traced."""
   if type(x) is array_object.Array:
-    x = x.tensor
+    x = x.native
   if not isinstance(x, torch.Tensor):
     return NotImplemented
   if _traced(x):
@@ -271,7 +271,7 @@ def _read_bounds(x: Any):
   """``(min, max)`` of a real eager tensor by one torch reduction; None where traced or
   empty."""
   if type(x) is array_object.Array:
-    x = x.tensor
+    x = x.native
   if not isinstance(x, torch.Tensor):
     return NotImplemented
   if _traced(x):
@@ -335,13 +335,13 @@ def _body_on(device: torch.device) -> array_object.BodyNamespace:
   return found or _BODY_XP
 
 
-array_object.use_namespaces(xp, _body_on)
+array_object.use_namespace(xp, _body_on)
 dynamo_matmul.install_when_dynamo_loads(array_object.Array)  # `a @ b` in bodies.
 
 
 def _namespace_for(tensors: Sequence[Any]) -> Any:
   """The ``xp`` an op's forward or backward gets: the body namespace of the inputs' device
-  (`_body_on`); with `array_object.native_tensors`, the plain one."""
+  (`_body_on`); with `array_object.native_arrays`, the plain one."""
   device = None
   for x in tensors:
     if isinstance(x, torch.Tensor) and not x.is_cpu:

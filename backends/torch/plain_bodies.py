@@ -76,7 +76,7 @@ class PlainBodies:
   # The common call (on the CPU, its verdict known) comes first, with no call in its way: it
   # runs twice in every train step, where each Python call costs a tenth of a microsecond.
   def forward(self, fn, namespace_, inputs, params, signature):
-    if type(namespace_) is not BodyNamespace:  # array_object.native_tensors.
+    if type(namespace_) is not BodyNamespace:  # array_object.native_arrays.
       return fn(namespace_, *inputs, **params)
     if signature is not None and namespace_ is self._on_cpu and _ELIDING[-1]:
       for x in inputs:
