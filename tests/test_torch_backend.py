@@ -338,8 +338,8 @@ def test_cuda_matches_cpu():
   op = cg.get("sparse_q")
   inputs = op.sample(np.random.default_rng(1))
   cot = [np.ones((cg.numpy.get("sparse_q")(*inputs)).shape)]
-  cpu = cg.torch.evaluate(op, {}, inputs, cot, device="cpu:0")
-  cuda = cg.torch.evaluate(op, {}, inputs, cot, device="cuda:0")
+  cpu = base.load("torch").evaluate(op, {}, inputs, cot, device="cpu:0")
+  cuda = base.load("torch").evaluate(op, {}, inputs, cot, device="cuda:0")
   for a, b in zip(cpu[0] + cpu[1], cuda[0] + cuda[1]):
     if a is not None:
       np.testing.assert_allclose(b, a, rtol=1e-12)
