@@ -8,7 +8,7 @@ while torch.compile compiles: use them once before); ``cross_check``, `Report`, 
 `SparseData`, ``crossgrad.numpy`` and ``crossgrad.sparse`` load on first access too. Once
 Keras is imported, crossgrad's Keras layers are registered with it
 (`crossgrad.api.keras_hook`); Triton, where installed, is imported just before the first
-framework that brings its own LLVM (`crossgrad.backends.triton_first`).
+framework that brings its own LLVM (`crossgrad.backends.common.triton_first`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import typing
 
 from crossgrad.api import keras_hook as _keras_hook
 from crossgrad.api import submodules as _submodules
-from crossgrad.backends import triton_first as _triton_first
+from crossgrad.backends.common import triton_first as _triton_first
 from crossgrad.registry import ops as _builtin_ops  # Registers the built-in ops.
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.kernels import register_kernel
@@ -98,7 +98,7 @@ def _torch_compiling(compiler) -> bool:
 
 def _load(name: str):
   if name in _LAZY_BACKENDS:
-    from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+    from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
     base.load(name)  # A clear error if the framework is missing.
   try:
     module = importlib.import_module(f"crossgrad.api.{name}")

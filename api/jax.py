@@ -3,10 +3,8 @@
 from crossgrad.backends.jax import MODES
 from crossgrad.backends.jax import NAME
 from crossgrad.backends.jax import devices
-from crossgrad.backends.jax import evaluate
 from crossgrad.backends.jax import find_device
 from crossgrad.backends.jax import get
-from crossgrad.backends.jax import precision_scope
 from crossgrad.backends.jax import spec_of
 from crossgrad.backends.jax import xp
 from crossgrad.bernoulli.jax import bernoulli_mask
@@ -20,6 +18,6 @@ sparse_conv2d = _sparse_conv.for_backend(NAME)
 submanifold_conv2d = _submanifold.for_backend(NAME)
 _sparse_containers.register(NAME)
 
-__all__ = ("MODES", "NAME", "bernoulli_mask", "bernoulli_mask_sampled", "devices", "evaluate",
-           "find_device", "get", "precision_scope", "sparse_conv2d", "spec_of",
-           "submanifold_conv2d", "uniform_noise", "xp")
+__all__ = ("MODES", "NAME", "bernoulli_mask", "bernoulli_mask_sampled", "devices",
+           "find_device", "get", "sparse_conv2d", "spec_of", "submanifold_conv2d",
+           "uniform_noise", "xp")

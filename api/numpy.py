@@ -3,7 +3,6 @@
 from crossgrad.backends.numpy import MODES
 from crossgrad.backends.numpy import NAME
 from crossgrad.backends.numpy import devices
-from crossgrad.backends.numpy import evaluate
 from crossgrad.backends.numpy import get
 from crossgrad.backends.numpy import spec_of
 from crossgrad.backends.numpy import vjp
@@ -14,5 +13,5 @@ from crossgrad.sparse import submanifold as _submanifold
 sparse_conv2d = _sparse_conv.for_backend(NAME)
 submanifold_conv2d = _submanifold.for_backend(NAME)
 
-__all__ = ("MODES", "NAME", "devices", "evaluate", "get", "sparse_conv2d", "spec_of",
-           "submanifold_conv2d", "vjp", "xp")
+__all__ = ("MODES", "NAME", "devices", "get", "sparse_conv2d", "spec_of", "submanifold_conv2d",
+           "vjp", "xp")

@@ -3,7 +3,6 @@
 from crossgrad.backends.tensorflow import MODES
 from crossgrad.backends.tensorflow import NAME
 from crossgrad.backends.tensorflow import devices
-from crossgrad.backends.tensorflow import evaluate
 from crossgrad.backends.tensorflow import get
 from crossgrad.backends.tensorflow import spec_of
 from crossgrad.backends.tensorflow import xp
@@ -18,5 +17,4 @@ sparse_conv2d = _sparse_conv.for_backend(NAME)
 submanifold_conv2d = _submanifold.for_backend(NAME)
 
 __all__ = ("GENERATORS", "MODES", "NAME", "bernoulli_mask", "bernoulli_mask_sampled", "devices",
-           "evaluate", "get", "sparse_conv2d", "spec_of", "submanifold_conv2d", "uniform_noise",
-           "xp")
+           "get", "sparse_conv2d", "spec_of", "submanifold_conv2d", "uniform_noise", "xp")

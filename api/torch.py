@@ -4,10 +4,8 @@ from crossgrad.backends.torch import MODES
 from crossgrad.backends.torch import NAME
 from crossgrad.backends.torch import as_dtype
 from crossgrad.backends.torch import devices
-from crossgrad.backends.torch import evaluate
 from crossgrad.backends.torch import find_device
 from crossgrad.backends.torch import get
-from crossgrad.backends.torch import precision_scope
 from crossgrad.backends.torch import spec_of
 from crossgrad.backends.torch import xp
 from crossgrad.bernoulli import torch as bernoulli
@@ -23,5 +21,5 @@ submanifold_conv2d = _submanifold.for_backend(NAME)
 _sparse_containers.register(NAME)
 
 __all__ = ("MODES", "NAME", "as_dtype", "bernoulli", "bernoulli_mask", "bernoulli_mask_sampled",
-           "devices", "evaluate", "find_device", "get", "precision_scope", "sparse_conv2d",
-           "spec_of", "submanifold_conv2d", "uniform_noise", "xp")
+           "devices", "find_device", "get", "sparse_conv2d", "spec_of", "submanifold_conv2d",
+           "uniform_noise", "xp")

@@ -58,15 +58,15 @@ NAMESPACES = {
     "torch": "exec('import crossgrad; xp = crossgrad.torch.xp')",
     # What an op's body sees in TensorFlow: xp taking and giving the standard's array object.
     "tensorflow-array": "exec('import crossgrad; crossgrad.tensorflow.xp; "
-                        "from crossgrad.backends.tensorflow_array_api import array_object; "
+                        "from crossgrad.backends.tensorflow import array_object; "
                         "xp = array_object.body_namespace()')",
-    # What an op's body sees in torch and JAX (backends/torch_array_object.py,
-    # backends/jax_array_object.py).
+    # What an op's body sees in torch and JAX (backends/torch/array_object.py,
+    # backends/jax/array_object.py).
     "torch-array": "exec('import crossgrad; crossgrad.torch.xp; "
-                   "from crossgrad.backends import torch_array_object; "
+                   "from crossgrad.backends.torch import array_object as torch_array_object; "
                    "xp = torch_array_object.body_namespace()')",
     "jax-array": "exec('import crossgrad; crossgrad.jax.xp; "
-                 "from crossgrad.backends import jax_array_object; "
+                 "from crossgrad.backends.jax import array_object as jax_array_object; "
                  "xp = jax_array_object.body_namespace()')",
     # No data-dependent shapes (a compiled mode's selection): NumPy's own, the baseline.
     "numpy-native-static": "numpy",

@@ -19,7 +19,7 @@ _SCOPES: list = []
 
 @contextlib.contextmanager
 def as_is():
-  """A scope that changes nothing and costs what a backend's ``native_tensors`` scope does
+  """A scope that changes nothing and costs what a backend's ``native_arrays`` scope does
   (appending to a list and popping it): the array-object side is timed inside it, so both
   sides of the ratio pay a scope."""
   _SCOPES.append(None)

@@ -204,7 +204,7 @@ def backend_scaling_rows(sizes: Sequence[int] = BACKEND_SIZES, threads: int | No
   """Per backend, the run with the median ratio of ``runs`` fresh-process
   `backend_scaling_row` runs (rounds over all backends, so that a slow spell of a shared
   machine does not land on one backend alone), with the lowest and highest ratio."""
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
   backends = base.default_backends()
   runs_of = {backend: [] for backend in backends}
   for _ in range(runs):

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from absl import flags
 
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.benchmarks import timing
 from crossgrad.cli import usage
 from crossgrad.examples import kernels as example

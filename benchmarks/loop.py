@@ -32,7 +32,7 @@ from typing import Sequence
 from absl import flags
 import numpy as np
 
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.benchmarks import timing
 from crossgrad.cli import usage
 

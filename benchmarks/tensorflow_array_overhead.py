@@ -5,7 +5,7 @@ r"""Eager cost of the standard's array object in TensorFlow op bodies.
 For every registry op with a hand-written baseline (its inputs): one eager train step, the
 gradient of ``sum(op(inputs) * w)``, with the op's forward and backward seeing
 `tensorflow_array.Array` (today's crossgrad) and seeing plain ``tf.Tensor``
-(`tensorflow_array.native_tensors`), run interleaved in the same process; the table shows
+(`tensorflow_array.native_arrays`), run interleaved in the same process; the table shows
 medians and the ratio array object / plain tensors (target: <= 1.10 at 1K elements). Under
 ``tf.function`` and XLA the wrapper exists only while tracing (tests/test_tensorflow_array.py
 asserts the graphs and optimised HLO are the same).
@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
+from crossgrad.backends.tensorflow import array_object as tensorflow_array
 from crossgrad.benchmarks import array_object_overhead, handwritten, overhead, timing
 from crossgrad.cli import usage
 
@@ -40,7 +40,7 @@ def _rows(name: str, elements: int, budget_s: float) -> tuple:
       return step(inputs, weights)
 
   def native():
-    with tensorflow_array.native_tensors():
+    with tensorflow_array.native_arrays():
       return step(inputs, weights)
 
   medians, repeats = timing.calibrated_medians(

@@ -4,9 +4,9 @@ r"""Eager cost of the standard's array object in torch op bodies.
 
 For every registry op with a hand-written baseline (its inputs): one eager train step, the
 gradient of ``sum(op(inputs) * w)``, with the op's forward and backward as crossgrad runs
-them (`torch_array_object.Array` on a signature's first call, then plain tensors where
-`torch_plain_bodies` finds that it changes nothing) and seeing plain ``torch.Tensor``
-(`torch_array_object.native_tensors`), run interleaved in the same process; the table shows
+them (`torch.array_object.Array` on a signature's first call, then plain tensors where
+`torch.plain_bodies` finds that it changes nothing) and seeing plain ``torch.Tensor``
+(`torch.array_object.native_arrays`), run interleaved in the same process; the table shows
 medians and the ratio array object / plain tensors (target: geometric mean <= 1.02 at 1K
 elements). Under ``torch.compile`` the wrapper exists only while Dynamo traces
 (tests/test_torch_array.py asserts the graphs are the same).
@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 import crossgrad as cg
-from crossgrad.backends import torch_array_object
+from crossgrad.backends.torch import array_object as torch_array_object
 from crossgrad.benchmarks import array_object_overhead, handwritten, overhead, timing, torch_overhead
 from crossgrad.cli import usage
 
@@ -43,7 +43,7 @@ def _rows(name: str, elements: int, budget_s: float) -> tuple:
       return step(inputs, weights)
 
   def native():
-    with torch_array_object.native_tensors():
+    with torch_array_object.native_arrays():
       return step(inputs, weights)
 
   medians, repeats = timing.calibrated_medians(

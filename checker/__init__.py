@@ -4,5 +4,5 @@ finite differences (`engine`, `finite_diff`), on sampled and special values
 checked up front (`selection`); its `report`, and the absl binary (`main`).
 
 The only layer that loads every backend; it does so by name through
-`crossgrad.backends.base.load`, and only for the backends asked for.
+`crossgrad.backends.common.base.load`, and only for the backends asked for.
 """

@@ -8,7 +8,7 @@ after the backend's `evaluate` ran on the inputs and one shared random cotangent
 (forward, vjp, device, special values, higher order), and per backend and device
 (transformation modes). The engine makes what they share: the sample, the reference's
 arrays per dtype (`setting.Target`), each backend's results.
-Frameworks are imported only through `crossgrad.backends.base.load`, and only for
+Frameworks are imported only through `crossgrad.backends.common.base.load`, and only for
 the backends asked for.
 """
 
@@ -40,12 +40,12 @@ DEFAULT_DTYPES = ("float32", "float64")
 
 
 def _load(name: str):
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
   return base.load(name)
 
 
 def _default_backends() -> list[str]:
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
   return base.default_backends()
 
 
@@ -168,7 +168,7 @@ def cross_check(
   Args:
     ops: what to check.
     backends: frameworks compared with the NumPy reference (default: TensorFlow, JAX and
-      PyTorch where installed; `crossgrad.backends.base.default_backends`).
+      PyTorch where installed; `crossgrad.backends.common.base.default_backends`).
     dtypes: floating dtypes the inputs are cast to (integer inputs stay integer).
     devices: "all", a platform ("cpu", "gpu", "cuda", "tpu") or device names ("gpu:1"), or a
       list of these. Where more than one device runs, ``device`` rows compare each one

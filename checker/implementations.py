@@ -28,7 +28,7 @@ _EXPORT = "round trips through an export format are checked for the emitted op o
 
 def scope(impl: str) -> contextlib.AbstractContextManager:
   """Backends' ``get`` returns implementation ``impl`` within the block."""
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
   return base.implementation(impl)
 
 
@@ -60,7 +60,7 @@ def targets(target: Any, backend: str, module: Any, impls: Collection[str] | Non
 def _against_emitted(target: Any, module: Any, evaluate) -> Any:
   """``target`` comparing forward and vjp with the float32 reference (rounded to the
   dtype) at twice the emitted op's error against it (eager, first device)."""
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
   op, params, dtype = target.op, target.params, target.higher.dtype
   wide = [x.astype(np.float32) if compare.is_floating(x.dtype) else x for x in target.inputs]
   outputs, vjp_fn = base.load("numpy").vjp(op, *wide, **params)

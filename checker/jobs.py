@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from absl import flags
 
-from crossgrad.backends import compile_cache
+from crossgrad.backends.common import compile_cache
 from crossgrad.checker import progress as progress_lib
 from crossgrad.checker import shards
 from crossgrad.checker.report import Report

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from typing import Any, Sequence
 
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
@@ -27,7 +27,7 @@ MODES = ("tensorflow", "jax", "torch")
 
 
 class KerasRows:
-  """A crossgrad backend (`crossgrad.backends.protocol`) whose modes are Keras backends."""
+  """A crossgrad backend (`crossgrad.backends.common.protocol`) whose modes are Keras backends."""
 
   NAME = NAME
   MODES = MODES

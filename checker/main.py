@@ -38,9 +38,9 @@ from typing import MutableMapping
 
 from absl import flags
 
-from crossgrad.backends import base
-from crossgrad.backends import compile_cache
-from crossgrad.backends import cpu_devices
+from crossgrad.backends.common import base
+from crossgrad.backends.common import compile_cache
+from crossgrad.backends.common import cpu_devices
 from crossgrad.checker import compare
 from crossgrad.checker import engine
 from crossgrad.checker import grid

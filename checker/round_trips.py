@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from crossgrad.backends import base, protocol
+from crossgrad.backends.common import base, protocol
 
 
 def _jax_to_tensorflow(op, params):
   base.load("jax")  # A clear error if JAX is missing.
-  from crossgrad.backends import jax_export  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.jax import export as jax_export  # pylint: disable=g-import-not-at-top
   return jax_export.to_tensorflow(base.load("jax").get(op, **params))
 
 

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker import compare, round_trips
 from crossgrad.registry import op_registry
 from crossgrad.registry.errors import CrossgradError

@@ -32,7 +32,7 @@ import numpy as np
 from absl import flags
 
 import crossgrad as cg
-from crossgrad.backends import cpu_devices
+from crossgrad.backends.common import cpu_devices
 from crossgrad.cli import usage
 from crossgrad.distributed import launch
 from crossgrad.examples import data_parallel_processes as processes

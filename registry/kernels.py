@@ -3,7 +3,7 @@
 A kernel is an opaque callable of one backend's arrays (a Pallas kernel under
 `jax.custom_vjp`, a Triton kernel under a `torch.autograd.Function`, a fused op under
 `tf.custom_gradient`): the registry only stores it by (op, backend, name); backends wrap it
-in the op core's checks (`crossgrad.backends.base.make_get`) and the cross-check checks it
+in the op core's checks (`crossgrad.backends.common.base.make_get`) and the cross-check checks it
 against the op's definition like the emitted op (docs/kernels.md).
 """
 

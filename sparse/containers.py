@@ -1,12 +1,12 @@
 """The sparse family's containers (`SparseData`, `Rulebook`), which each backend's
 transformations see into (JAX pytrees), and the backend's ``xp`` with them registered.
-Their arrays' backend is `crossgrad.backends.base.backend_of`: any backend that declares
-``ARRAY_MODULES`` (`crossgrad.backends.protocol.Arrays`) carries them, registered ones too.
+Their arrays' backend is `crossgrad.backends.common.base.backend_of`: any backend that declares
+``ARRAY_MODULES`` (`crossgrad.backends.common.protocol.Arrays`) carries them, registered ones too.
 """
 
 from __future__ import annotations
 
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 
 _CONTAINERS: list[type] = []
 _REGISTERED_WITH: set[str] = set()

@@ -42,7 +42,7 @@ def sparse_conv2d(backend: str, x: SparseData, W: Any, b: Any, f: int, *, stride
     `SparseData` of shape ``((h - f) // stride + 1, (w - f) // stride + 1, n_out)``
     padded to the capacity.
   """
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
   module = base.load(backend)
   xp = module.xp
   n_in, n_out, f = check_layer(OP, backend, x, W, b, f)

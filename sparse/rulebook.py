@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from crossgrad.backends.base import backend_of
+from crossgrad.backends.common.base import backend_of
 from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.sparse import containers

@@ -38,7 +38,7 @@ def submanifold_conv2d(backend: str, x: SparseData, W: Any, b: Any, *,
   Returns:
     `SparseData` with ``x``'s sites, capacity and ``n_valid``, and ``n_out`` channels.
   """
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
   module = base.load(backend)
   xp = module.xp
   n_in, n_out, f = check_layer(OP, backend, x, W, b, None)

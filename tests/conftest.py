@@ -15,7 +15,7 @@ import pytest  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 # Before any test imports TensorFlow or JAX: Triton (where installed) loads just before them.
 import crossgrad as cg  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.backends import base  # pylint: disable=g-import-not-at-top,wrong-import-position
+from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 def _vjp_through(backend: str):

@@ -17,7 +17,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from crossgrad.backends import cpu_devices
+from crossgrad.backends.common import cpu_devices
 
 # A script, never imported: its flags are defined and parsed before TensorFlow and JAX
 # start, since they fix their device count then (app.run parses the same argv again).

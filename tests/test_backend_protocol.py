@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base, protocol
+from crossgrad.backends.common import base, protocol
 from crossgrad.checker import round_trips, selection
 import toy_backends
 

@@ -100,7 +100,7 @@ def test_take_follows_the_rule_on_several_logical_devices():
   """TensorFlow's and JAX's CPU split in two (torch keeps its one CPU device: the test
   above)."""
   script = ("import json, sys; sys.path.insert(0, sys.argv[1])\n"
-            "from crossgrad.backends import cpu_devices; cpu_devices.configure(2)\n"
+            "from crossgrad.backends.common import cpu_devices; cpu_devices.configure(2)\n"
             "import test_bad_indices as t\n"
             "print(json.dumps({k: [o.tolist() for o in v] for k, v in "
             "t.take_everywhere(('tensorflow', 'jax')).items()}))\n")

@@ -298,7 +298,7 @@ def test_sizes_flag_reads_comma_separated_integers():
 def test_check_cost_keeps_each_backends_median_run(monkeypatch):
   """Runs come in rounds over the backends; a backend's row is its median-ratio run, with
   the lowest and highest ratio, and FAIL if any run failed."""
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
   runs = {"jax": [(1.0, 2.5, "ok"), (1.0, 1.5, "ok"), (1.0, 3.0, "ok")],
           "torch": [(2.0, 2.0, "ok"), (2.0, 3.0, "FAIL"), (2.0, 2.2, "ok")]}
   order = []

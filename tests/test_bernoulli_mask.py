@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.bernoulli import random_bits
 from crossgrad.checker import finite_diff
 from crossgrad.registry.ops import bernoulli_mask as bm

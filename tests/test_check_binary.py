@@ -10,7 +10,7 @@ from absl.testing import flagsaver
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker import main
 
 

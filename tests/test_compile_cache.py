@@ -1,4 +1,4 @@
-"""Compile caches across runs (crossgrad.backends.compile_cache): where they live, that a
+"""Compile caches across runs (crossgrad.backends.common.compile_cache): where they live, that a
 second run reads them instead of compiling, and that a changed backward is never served
 from the cache. Fresh processes, as runs are; about 40 s on two cores (torch.compile)."""
 
@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 
-from crossgrad.backends import compile_cache
+from crossgrad.backends.common import compile_cache
 from crossgrad.checker import jobs
 from crossgrad.checker import progress
 
@@ -102,7 +102,8 @@ _TORCH_RUN = """
 import json, sys
 import torch
 import crossgrad as cg
-from crossgrad.backends import compile_cache, torch as backend
+from crossgrad.backends.common import compile_cache
+from crossgrad.backends import torch as backend
 compile_cache.configure(sys.argv[1], ["torch"])
 grads = []
 for scale in map(float, sys.argv[2:]):
@@ -137,7 +138,7 @@ def test_torch_compile_reads_its_cache_and_never_serves_a_changed_backward(tmp_p
 
 def test_tensorflow_traces_each_graph_once_per_dtype():
   """No retracing within a run: the special-value rows reuse the graph of the first row."""
-  from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
   import crossgrad as cg  # pylint: disable=g-import-not-at-top
   def forward(xp, x):
     return xp.where(x > 0, x, 0.2 * x), (x,)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker import engine
 from crossgrad.checker.rows import finite_differences
 from crossgrad.registry.ops import BUILTIN

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base
-from crossgrad.backends import cpu_devices
+from crossgrad.backends.common import base
+from crossgrad.backends.common import cpu_devices
 from crossgrad.checker import selection
 from crossgrad.checker.rows import backend_rows
 from crossgrad.checker.report import RowContext
@@ -76,7 +76,7 @@ def test_a_device_no_backend_has_is_an_error():
 
 
 def test_a_device_one_backend_lacks_is_a_failing_row():
-  script = ("from crossgrad.backends import cpu_devices\n"
+  script = ("from crossgrad.backends.common import cpu_devices\n"
             "cpu_devices.configure(2, ['jax'])\n"
             "import crossgrad as cg\n"
             "report = cg.cross_check(['leaky_relu'], dtypes=['float32'], modes=['eager'],\n"
@@ -114,7 +114,7 @@ def test_configure_rejects_a_bad_count():
 def test_configure_after_start_accepts_only_the_count_already_there():
   script = ("import jax; jax.devices()\n"
             "import crossgrad as cg\n"
-            "from crossgrad.backends import cpu_devices\n"
+            "from crossgrad.backends.common import cpu_devices\n"
             "cpu_devices.configure(1, ['jax'])\n"
             "try:\n"
             "  cpu_devices.configure(2, ['jax'])\n"

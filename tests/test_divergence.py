@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker.diagnosis import classify, divergence, program, repro
 from crossgrad.checker.diagnosis.divergence import find_divergence
 from crossgrad.checker.diagnosis.kinds import Kind

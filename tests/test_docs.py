@@ -16,7 +16,7 @@ import sys
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))

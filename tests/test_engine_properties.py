@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 import toy_backends
 
 TWIN = "twin"

@@ -45,7 +45,7 @@ def test_public_names():
 # What `import crossgrad` may load of its own: the registry (with the built-in ops), the
 # Keras and Triton import hooks, and the packages holding them.
 _EAGER = re.compile(r"crossgrad(\.registry(\..+)?|\.api(\.keras_hook|\.submodules)?|"
-                    r"\.backends(\.triton_first)?)?")
+                    r"\.backends(\.common(\.triton_first)?)?)?")
 
 
 def test_import_brings_in_the_registry_and_numpy_only():

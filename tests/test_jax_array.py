@@ -1,4 +1,4 @@
-"""The standard's array object inside JAX op bodies (backends/jax_array_object.py): device and
+"""The standard's array object inside JAX op bodies (backends/jax/array_object.py): device and
 to_device on tracers under jit, vmap, scan and checkpoint, JAX's arrays at the op boundary,
 and the same jaxpr as with plain tracers."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import jax_array_object
+from crossgrad.backends.jax import array_object as jax_array_object
 from crossgrad.registry.ops import BUILTIN
 
 _ = cg.jax.xp  # Loading the backend hands the array object its xp.

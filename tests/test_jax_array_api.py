@@ -1,4 +1,4 @@
-"""crossgrad.jax.xp's fixes to jax.numpy (backends/jax_array_api.py): the standard's values,
+"""crossgrad.jax.xp's fixes to jax.numpy (backends/jax/namespace.py): the standard's values,
 and real-dtype computations left exactly as jax.numpy compiles them."""
 
 import math
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import jax_array_api
+from crossgrad.backends.jax import namespace as jax_array_api
 
 xp = cg.jax.xp
 INF, NAN, PI = math.inf, math.nan, math.pi

@@ -102,7 +102,7 @@ def test_check_rows_through_keras_pass_and_catch_a_backward_wrong_under_keras_on
                                 special=False)
   finally:
     cg.unregister("keras_planted_square")
-    from crossgrad.backends import base  # pylint: disable=g-import-not-at-top
+    from crossgrad.backends.common import base  # pylint: disable=g-import-not-at-top
     base.unregister("keras")
   keras_rows_of = lambda op: [r for r in report.rows if r.backend == "keras" and r.op == op]
   assert keras_rows_of("positive_matmul") and all(r.ok for r in keras_rows_of("positive_matmul"))

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 
 SPECIALS = (np.inf, -np.inf, np.nan, np.finfo(np.float32).max, -0.0)
 SHAPES = {"channels": ((2, 3, 1), (2, 3, 4)), "same": ((5,), (5,))}

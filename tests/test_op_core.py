@@ -3,7 +3,7 @@
 The checks of a call (input count, input dtypes, the op's ``check_inputs`` and
 ``check_values``), of the forward (its result's form, its outputs' dtypes) and of the
 backward (cotangent count, None-ness, shape, dtype) live once in
-`crossgrad.backends.op_core`; each framework only wraps them in its custom-gradient
+`crossgrad.backends.common.op_core`; each framework only wraps them in its custom-gradient
 primitive. Each case below runs in every backend, which must raise the message the NumPy
 reference raises, with its own name in place of ``numpy``; correct definitions run in every
 backend without an error.
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base, op_core
+from crossgrad.backends.common import base, op_core
 from crossgrad.registry import validation
 
 BACKENDS = [b for b in base.BUILT_IN if b in ["numpy"] + base.default_backends()]
@@ -198,7 +198,7 @@ class _RecordingBody:
 def test_bodies_get_the_signature_of_the_forwards_inputs(tracing):
   """One `Signature` per input keys, checked by `prepare`, handed to the forward and to the
   backward after it; None while a tracer traces."""
-  from crossgrad.backends import numpy as reference  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.numpy import emitter as reference  # pylint: disable=g-import-not-at-top
   body = _RecordingBody()
   adapter = dataclasses.replace(reference._CORE, make_body=lambda: body,  # pylint: disable=protected-access
                                 tracing=lambda: tracing)

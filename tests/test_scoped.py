@@ -1,9 +1,9 @@
-"""`crossgrad.backends.scoped.Switch`: off inside a scope, nested scopes restore, and a
+"""`crossgrad.backends.common.scoped.Switch`: off inside a scope, nested scopes restore, and a
 scope in one thread leaves the others' switch on."""
 
 import threading
 
-from crossgrad.backends import scoped
+from crossgrad.backends.common import scoped
 
 
 def test_a_switch_is_off_inside_its_scope_and_restored_after():

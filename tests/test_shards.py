@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker import engine, shards
 from crossgrad.checker.report import Check
 

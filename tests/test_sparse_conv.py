@@ -87,7 +87,7 @@ def test_rulebook_and_q_match_the_seed_loops(backend, f, fraction):
   rng = np.random.default_rng(f)
   dense, ground_state = _random_dense(rng, (11, 9, 3), fraction)
   x, (want_h, want_q) = _loop_reference(dense, ground_state, f)
-  xp = cg.backends.base.load(backend).xp
+  xp = cg.backends.common.base.load(backend).xp
   h = _convert(backend, x.H)
   book = rulebook.build(xp, h, x.n_valid, x.dense_shape, f,
                         rulebook.safe_capacity(x.capacity, x.dense_shape, f))
@@ -95,7 +95,7 @@ def test_rulebook_and_q_match_the_seed_loops(backend, f, fraction):
   assert n == len(want_h)
   np.testing.assert_array_equal(np.asarray(book.h_out)[:n], want_h)
   assert (np.asarray(book.h_out)[n:] == -1).all()
-  q = cg.backends.base.load(backend).get("sparse_q")(
+  q = cg.backends.common.base.load(backend).get("sparse_q")(
       _convert(backend, x.M), _convert(backend, ground_state), book.h_out, book.dst)
   np.testing.assert_array_equal(np.asarray(q)[:n], want_q)
   assert (np.asarray(q)[n:] == 0).all()
@@ -156,7 +156,7 @@ def test_two_layer_gradients_match_finite_differences(backend, jit):
   """Seed 001's check: d(M1, t1, M2, t2) / d(M0, t0) through two layers, float64."""
   x = cg.SparseData.from_dense(SEED_DENSE)
   caps = (9, 4) if jit else (None, None)  # Under jit layer 1 keeps 4 padding rows.
-  xp = cg.backends.base.load(backend).xp
+  xp = cg.backends.common.base.load(backend).xp
 
   def outputs(m, ground_state):
     y, z = _two_layers(backend, m, ground_state, x.H, _seed_weights(), caps)

@@ -221,7 +221,7 @@ def test_out_of_range_indices_behave_the_same_everywhere(backend, jit):
   want = (np.array([[[0, 1, 2], [0, 0, 0]], [[0, 0, 0], [9, 10, 11]]], float),
           np.array([[0, 1, 2], [0, 0, 0], [3, 4, 5]], float),
           np.array([[0, 1, 2], [np.finfo(float).max] * 3, [3, 4, 5]]))
-  xp = cg.backends.base.load(backend).xp
+  xp = cg.backends.common.base.load(backend).xp
 
   def run(x):
     return xp.take(x, idx, axis=0), xp.segment_sum(x, ids, 3), xp.segment_min(x, ids, 3)

@@ -211,7 +211,7 @@ def test_even_kernels_and_bad_tables_are_clear_errors(backend):
   src = np.array(book.dst)
   src[0, F * F // 2] = 1  # Row 0's centre is row 1, but row 1's centre is row 1.
   with pytest.raises(cg.CrossgradError, match="not its own inverse") as e:
-    cg.backends.base.load(backend).get("submanifold_q")(x.M, x.ground_state, convert(src))
+    cg.backends.common.base.load(backend).get("submanifold_q")(x.M, x.ground_state, convert(src))
   assert e.value.argument == "input 'src'" and e.value.backend == backend
 
 

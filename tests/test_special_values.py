@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker import special_values
 from crossgrad.registry import validation
 from crossgrad.registry.ops import BUILTIN

@@ -1,4 +1,4 @@
-"""The standard's array object inside TensorFlow op bodies (backends/tensorflow_array_api/array_object.py):
+"""The standard's array object inside TensorFlow op bodies (backends/tensorflow/array_object.py):
 its semantics against NumPy's, real tensors at the op boundary, and built-in ops' graphs and
 optimised HLO unchanged by the wrapper."""
 
@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import crossgrad as cg
-from crossgrad.backends.tensorflow_array_api import array_object as tensorflow_array
+from crossgrad.backends.tensorflow import array_object as tensorflow_array
 from crossgrad.benchmarks import hlo
 from crossgrad.registry.ops import BUILTIN
 
@@ -195,7 +195,7 @@ def test_built_in_ops_compile_to_the_same_graph_and_hlo(op, params):
   inputs = [tf.constant(x) for x in op.sample(np.random.default_rng(0))]
   compiled = {}
   for wrapped in (True, False):
-    with contextlib.nullcontext() if wrapped else tensorflow_array.native_tensors():
+    with contextlib.nullcontext() if wrapped else tensorflow_array.native_arrays():
       graph = tf.function(_value_and_grad(op, params, inputs))
       xla = tf.function(_value_and_grad(op, params, inputs), jit_compile=True)
       compiled[wrapped] = (_graph_ops(graph.get_concrete_function(*inputs)),

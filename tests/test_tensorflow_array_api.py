@@ -1,4 +1,4 @@
-"""backends/tensorflow_array_api/: TensorFlow's Array API 2024.12 namespace against NumPy's.
+"""backends/tensorflow/namespace/: TensorFlow's Array API 2024.12 namespace against NumPy's.
 
 NumPy 2 is itself a 2024.12 namespace, so each case is one call written once and evaluated with
 both: ``call(xp, *arrays)`` on tf.Tensors (eagerly and in ``tf.function(jit_compile=True)``)
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from crossgrad.backends import tensorflow_array_api as xp
-from crossgrad.backends.tensorflow_array_api import _raw
-from crossgrad.backends.tensorflow_array_api._dtypes import _host_ints
+from crossgrad.backends.tensorflow import namespace as xp
+from crossgrad.backends.tensorflow.namespace import _raw
+from crossgrad.backends.tensorflow.namespace._dtypes import _host_ints
 
 nan, inf = math.nan, math.inf
 MODES = ("eager", "jit")

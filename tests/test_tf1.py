@@ -10,6 +10,7 @@ import tensorflow as tf
 from tensorflow.python.framework import ops as tf_ops
 
 import crossgrad as cg
+from crossgrad.backends.common import base
 from crossgrad import tf1
 from crossgrad.tf1 import drop_in
 
@@ -226,7 +227,7 @@ def test_port_with_several_outputs_matches_legacy_graph():
   oracle_out, oracle_grads = tf1.legacy_vjp(TWO.sorted_pair, TWO.sorted_pair_grad, [x, y],
                                             [g1, g2])
   for backend in ("tensorflow", "jax"):
-    outputs, grads = getattr(cg, backend).evaluate(op, {}, [x, y], [g1, g2], mode="eager")
+    outputs, grads = base.load(backend).evaluate(op, {}, [x, y], [g1, g2], mode="eager")
     for a, b in zip(list(outputs) + list(grads), oracle_out + oracle_grads):
       np.testing.assert_allclose(a, b, rtol=1e-6)
 
@@ -249,7 +250,7 @@ def test_port_with_an_integer_input(jax_backward):
   report = cg.cross_check([op], dtypes=("float32",))
   assert report.ok, report.table(failures_only=True)
   x, mask = np.linspace(-1.0, 1.0, 5).astype(np.float32), np.array([1, 0, 1, 1, 0], np.int32)
-  _, grads = cg.jax.evaluate(op, {}, [x, mask], [np.ones(5, np.float32)], mode="jit")
+  _, grads = base.load("jax").evaluate(op, {}, [x, mask], [np.ones(5, np.float32)], mode="jit")
   np.testing.assert_array_equal(grads[0], mask.astype(np.float32))
   assert grads[1] is None
 
@@ -410,7 +411,7 @@ def test_float64_py_func_whose_gradient_calls_py_func(mode, monkeypatch):
   report = cg.cross_check([op], dtypes=("float64",))
   assert report.ok, report.table(failures_only=True)
   assert op.forward.port.jax_strategy([x, x, g])[0] == "callback"
-  _, jax_grads = cg.jax.evaluate(op, {}, [x], [g], mode="jit")
+  _, jax_grads = base.load("jax").evaluate(op, {}, [x], [g], mode="jit")
   np.testing.assert_allclose(jax_grads[0], oracle[1][0], rtol=1e-12)
 
 
@@ -450,7 +451,7 @@ def test_int32_inputs(mode, monkeypatch):
   report = cg.cross_check([op], dtypes=("float32",))
   assert report.ok, report.table(failures_only=True)
   assert op.forward.port.jax_strategy([params, ids, params[ids], g])[0] == "native"
-  _, jax_grads = cg.jax.evaluate(op, {}, [params, ids], [g], mode="jit")
+  _, jax_grads = base.load("jax").evaluate(op, {}, [params, ids], [g], mode="jit")
   np.testing.assert_allclose(jax_grads[0], expected, rtol=1e-6)
 
 

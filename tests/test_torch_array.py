@@ -1,4 +1,4 @@
-"""The standard's array object inside torch op bodies (backends/torch_array_object.py): its
+"""The standard's array object inside torch op bodies (backends/torch/array_object.py): its
 semantics against NumPy's, plain tensors at the op boundary, and built-in ops' Dynamo graphs
 and Inductor code unchanged by the wrapper."""
 
@@ -12,8 +12,8 @@ import torch
 from torch._inductor.utils import run_and_get_code
 
 import crossgrad as cg
-from crossgrad.backends import torch as torch_backend
-from crossgrad.backends import torch_array_object
+from crossgrad.backends.torch import emitter as torch_backend
+from crossgrad.backends.torch import array_object as torch_array_object
 from crossgrad.registry.ops import BUILTIN
 
 xp = torch_backend._BODY_XP  # pylint: disable=protected-access
@@ -187,7 +187,7 @@ def _dynamo_graph(op, params, wrapped):
     return gm.forward
 
   torch.compiler.reset()
-  with contextlib.nullcontext() if wrapped else torch_array_object.native_tensors():
+  with contextlib.nullcontext() if wrapped else torch_array_object.native_arrays():
     _train_step(op, params, capture)(*_inputs(op))
   return graphs
 
@@ -207,7 +207,7 @@ def test_inductor_code_is_the_same():
   codes = []
   for wrapped in (True, False):
     torch.compiler.reset()
-    with contextlib.nullcontext() if wrapped else torch_array_object.native_tensors():
+    with contextlib.nullcontext() if wrapped else torch_array_object.native_arrays():
       _, code = run_and_get_code(torch.compile(fn, fullgraph=True), x)
     codes.append(code)
   assert codes[0] and codes[0] == codes[1]
@@ -230,7 +230,7 @@ MATMUL = cg.OpDef("torch_array_matmul", _matmul_forward, _matmul_backward,
 
 def test_an_op_using_the_matmul_operator_checks_eagerly_and_compiled():
   """``@`` between two arrays in the body, forward and backward: Dynamo traces it through the
-  array object's ``__matmul__`` (backends/torch_dynamo_matmul.py)."""
+  array object's ``__matmul__`` (backends/torch/dynamo_matmul.py)."""
   report = cg.cross_check([MATMUL], backends=["torch"], dtypes=["float32"],
                           modes=["eager", "compile"], special=False)
   assert report.ok, report

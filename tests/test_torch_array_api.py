@@ -1,4 +1,4 @@
-"""crossgrad.torch.xp's fixes to array_api_compat (backends/torch_array_api.py): NumPy's values
+"""crossgrad.torch.xp's fixes to array_api_compat (backends/torch/namespace.py): NumPy's values
 eagerly, under torch.compile(fullgraph=True) and under torch.func.vmap."""
 
 import math
@@ -275,7 +275,7 @@ def test_binary_functions_and_where_match_array_api_compat(mode):
   binary function and ``where`` gives array_api_compat's values and dtype, for one dtype
   and for two."""
   import array_api_compat.torch as compat  # pylint: disable=g-import-not-at-top
-  from crossgrad.backends import torch_array_api  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.torch import namespace as torch_array_api  # pylint: disable=g-import-not-at-top
   keep = torch.tensor([True, False, True, False])
   cases = [(name, a, b) for name in torch_array_api.BINARY for a, b in _operands(name)]
   cases += [("where", a, b) for a, b in _operands("where")]

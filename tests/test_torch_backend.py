@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (crossgrad[torch])")
 
 import crossgrad as cg  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.backends import base, protocol  # pylint: disable=wrong-import-position
+from crossgrad.backends.common import base, protocol  # pylint: disable=wrong-import-position
 from crossgrad.registry import validation  # pylint: disable=wrong-import-position
 
 RNG = np.random.default_rng(0)
@@ -338,8 +338,8 @@ def test_cuda_matches_cpu():
   op = cg.get("sparse_q")
   inputs = op.sample(np.random.default_rng(1))
   cot = [np.ones((cg.numpy.get("sparse_q")(*inputs)).shape)]
-  cpu = cg.torch.evaluate(op, {}, inputs, cot, device="cpu:0")
-  cuda = cg.torch.evaluate(op, {}, inputs, cot, device="cuda:0")
+  cpu = base.load("torch").evaluate(op, {}, inputs, cot, device="cpu:0")
+  cuda = base.load("torch").evaluate(op, {}, inputs, cot, device="cuda:0")
   for a, b in zip(cpu[0] + cpu[1], cuda[0] + cuda[1]):
     if a is not None:
       np.testing.assert_allclose(b, a, rtol=1e-12)
@@ -350,7 +350,7 @@ def test_warm_up_probes_the_cpu_once_in_the_background_for_compile_only(monkeypa
   in a thread of its own, once, and only where compiled rows will run."""
   import threading  # pylint: disable=g-import-not-at-top
   from torch._inductor import cpu_vec_isa  # pylint: disable=g-import-not-at-top
-  module = base.load("torch")
+  from crossgrad.backends.torch import emitter as module  # pylint: disable=g-import-not-at-top
   calls = []
   monkeypatch.setattr(module, "_WARM_UP", None)
   monkeypatch.setattr(cpu_vec_isa, "pick_vec_isa",
@@ -372,7 +372,7 @@ def test_kernels_are_marked_for_dynamo_only_after_the_warm_up(monkeypatch):
   warm-up's import of Inductor: two threads importing them at once can deadlock."""
   import threading  # pylint: disable=g-import-not-at-top
   import torch._dynamo  # pylint: disable=g-import-not-at-top,unused-import  # Marking is instant.
-  module = base.load("torch")
+  from crossgrad.backends.torch import emitter as module  # pylint: disable=g-import-not-at-top
   order, release = [], threading.Event()
   probe = threading.Thread(target=lambda: (release.wait(5), order.append("probe")))
   monkeypatch.setattr(module, "_WARM_UP", probe)
@@ -481,7 +481,7 @@ def test_a_misuse_under_torch_compile_names_the_crossgrad_error():
 def test_the_dynamo_matmul_shim_leaves_a_dynamo_without_its_internals_alone(monkeypatch):
   """Where Dynamo lacks the module the shim builds on (torch 2.11: no object_protocol), it
   installs nothing rather than breaking Dynamo's own import."""
-  from crossgrad.backends import torch_dynamo_matmul  # pylint: disable=g-import-not-at-top
+  from crossgrad.backends.torch import dynamo_matmul as torch_dynamo_matmul  # pylint: disable=g-import-not-at-top
   from torch._dynamo.variables import builtin  # pylint: disable=g-import-not-at-top
   monkeypatch.setitem(sys.modules, "torch._dynamo.variables.object_protocol", None)
   monkeypatch.delattr("torch._dynamo.variables.object_protocol", raising=False)

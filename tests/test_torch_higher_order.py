@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (crossgrad[torch])")
 
 import crossgrad as cg  # pylint: disable=g-import-not-at-top,wrong-import-position
-from crossgrad.backends import base, protocol  # pylint: disable=wrong-import-position
+from crossgrad.backends.common import base, protocol  # pylint: disable=wrong-import-position
 from crossgrad.registry.ops import BUILTIN  # pylint: disable=wrong-import-position
 
 

@@ -1,4 +1,4 @@
-"""Eager torch op bodies on plain tensors after a clean probe (backends/torch_plain_bodies.py):
+"""Eager torch op bodies on plain tensors after a clean probe (backends/torch/plain_bodies.py):
 a body sees the standard's array object's semantics on every call, and a body that has
 nothing to lose runs on plain tensors from its second call."""
 
@@ -8,7 +8,8 @@ import torch
 from torch.autograd import forward_ad
 
 import crossgrad as cg
-from crossgrad.backends import torch_array_object, torch_plain_bodies
+from crossgrad.backends.torch import array_object as torch_array_object
+from crossgrad.backends.torch import plain_bodies as torch_plain_bodies
 
 ARRAY, TENSOR = torch_array_object.Array, torch.Tensor
 

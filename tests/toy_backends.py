@@ -7,7 +7,7 @@ import contextlib
 import numpy as np
 
 import crossgrad as cg
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.registry import validation
 from crossgrad.registry.namespace import EXTENSIONS, Namespace
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 
-from crossgrad.backends import jax_array_object
+from crossgrad.backends.jax import array_object as jax_array_object
 from crossgrad.registry.errors import CrossgradError
 
 

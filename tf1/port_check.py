@@ -34,7 +34,7 @@ from typing import Any, Callable, Sequence
 from absl import flags
 import numpy as np
 
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker import engine
 from crossgrad.checker import selection
 from crossgrad.cli import usage

@@ -18,7 +18,7 @@ import tensorflow as tf
 from tensorflow.python.eager import context
 from tensorflow.python.eager import execute
 
-from crossgrad.backends import jax_array_object
+from crossgrad.backends.jax import array_object as jax_array_object
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.tf1 import legacy
 from crossgrad.tf1.handlers import HANDLERS

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker import compare, finite_diff
 from crossgrad.checker.diagnosis import error_map, source_lines
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind

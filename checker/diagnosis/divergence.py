@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 from absl import logging
 
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker import compare, round_trips
 from crossgrad.checker.diagnosis import classify, program, recording
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from crossgrad.backends import base
+from crossgrad.backends.common import base
 from crossgrad.checker import compare, finite_diff
 from crossgrad.checker.report import Check, Row, RowContext, first_line
 from crossgrad.checker.rows import setting
