@@ -6,7 +6,9 @@ differentiable input's size); per differentiable input, each axis set to size 1 
 slice) or dropped (its first index), and an extra leading axis of size 1 and of size 2 (two
 copies); an extra leading axis on every input at once; every differentiable input scaled by 10
 and by 100. An axis of one input is varied only where another input is floating, and must
-broadcast against the others (the outputs keep their shapes). The op says which it takes:
+broadcast against the others (the outputs keep their shapes), as must a leading axis on one
+of several inputs; a leading axis of copies must give the sample's outputs (repeated along
+it: the op acts on the trailing axes). The op says which it takes:
 `accepts` runs the reference forward, and a variant it rejects (raises: the op's declared
 contract, ``check_inputs``, ``check_values``; or non-finite outputs where the sample's are
 finite) is left out, never failed.
@@ -175,8 +177,9 @@ def finite(outputs: Any) -> bool:
 def accepts(reference: Any, op: OpDef, params: dict, variant: Variant,
             sample_outputs: Any) -> tuple[bool, Any, str]:
   """Whether the op takes the variant: ``(taken, (outputs, vjp_fn) or None, why not)``. An
-  axis of one input changed must broadcast against the others: the outputs keep the
-  shapes of the sample's (``sample_outputs``, the reference's)."""
+  axis of one input changed, or a leading axis on one of several, must broadcast against
+  the others: the outputs keep the shapes of the sample's (``sample_outputs``, the
+  reference's); a leading axis must give the sample's outputs (`_repeated`)."""
   try:
     with np.errstate(all="ignore"):
       outputs, vjp_fn = reference.vjp(op, *variant.inputs, **params)
@@ -185,7 +188,32 @@ def accepts(reference: Any, op: OpDef, params: dict, variant: Variant,
   if finite(sample_outputs) and not finite(outputs):
     return False, None, "non-finite outputs"
   shapes = [np.shape(o) for o in validation.as_tuple(outputs)]
-  if variant.family == "axis" and shapes != [np.shape(o) for o in
-                                             validation.as_tuple(sample_outputs)]:
-    return False, None, "does not broadcast"
+  kept = shapes == [np.shape(o) for o in validation.as_tuple(sample_outputs)]
+  one_of_several = variant.input is not None and len(variant.inputs) > 1
+  if variant.family == "axis" or (variant.family == "leading" and one_of_several):
+    if not kept:
+      return False, None, "does not broadcast"
+  if variant.family == "leading" and not _repeated(outputs, sample_outputs):
+    return False, None, "not the sample's outputs repeated"
   return True, (outputs, vjp_fn), ""
+
+
+def _repeated(outputs: Any, sample_outputs: Any) -> bool:
+  """Whether each output is the sample's, or the sample's repeated along one leading axis:
+  the op acts on its inputs' trailing axes, as a leading axis of copies asks (an op reading
+  its axes by position, ``axis=1`` in a rank-2 op, computes another function there)."""
+  for got, want in zip(validation.as_tuple(outputs), validation.as_tuple(sample_outputs)):
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape not in (want.shape, got.shape[:1] + want.shape):
+      return False
+    if not (compare.is_inexact(got.dtype) or compare.is_inexact(want.dtype)):
+      if not np.array_equal(got, np.broadcast_to(want, got.shape)):
+        return False
+      continue
+    rtol = float(np.sqrt(np.finfo(np.result_type(got.dtype, want.dtype)).eps))
+    wide = [compare.as_real(a).astype(np.float64) for a in (got, want)]
+    scale = float(np.max(np.abs(wide[1][np.isfinite(wide[1])]), initial=0.0))
+    if not np.allclose(wide[0], np.broadcast_to(wide[1], wide[0].shape), rtol=rtol,
+                       atol=rtol * scale, equal_nan=True):
+      return False
+  return True
