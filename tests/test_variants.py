@@ -262,3 +262,52 @@ def test_all_runs_every_variant_in_the_backends():
   assert len(checked) > 5
   assert {r.variant for r in rows if r.backend == "jax"} == checked | {
       "cotangent 0 at every other element"}
+
+
+def _softmax_rows(xp, z, label):
+  """Cross-entropy of rank-2 logits, written with axis=1: its axes read by position."""
+  top = xp.max(z, axis=1, keepdims=True)
+  e = xp.exp(z - top)
+  total = xp.sum(e, axis=1, keepdims=True)
+  picked = xp.take_along_axis(z, xp.expand_dims(label, 1), axis=1)
+  return (top + xp.log(total) - picked)[:, 0], (e / total, label)
+
+
+def _softmax_rows_backward(xp, r, g):
+  p, label = r
+  onehot = xp.astype(xp.expand_dims(label, 1) == xp.arange(p.shape[1], dtype=label.dtype),
+                     p.dtype)
+  return xp.expand_dims(g, 1) * (p - onehot), None
+
+
+def test_a_leading_axis_the_op_does_not_act_on_is_skipped_not_failed():
+  """A rank-2 op reading axis 1 takes square inputs with a leading axis (the forward does not
+  raise) but computes another function there: its outputs are not the sample's repeated. A
+  matrix product's backward need not unbroadcast one operand's batch: a leading axis on one
+  of two inputs must broadcast (the outputs keep their shapes); on both, it is a batch."""
+  rows = cg.OpDef("t_variants_axis_one", _softmax_rows, _softmax_rows_backward,
+                  nondiff=("label",), sample=lambda rng: (rng.standard_normal((4, 4)),
+                                                          rng.integers(0, 4, 4)))
+  matmul = cg.OpDef("t_variants_matmul", lambda xp, x, w: (x @ w, (x, w)),
+                    lambda xp, r, g: (g @ xp.matrix_transpose(r[1]),
+                                      xp.matrix_transpose(r[0]) @ g),
+                    sample=lambda rng: (rng.standard_normal((2, 3)),
+                                        rng.standard_normal((3, 4))))
+  report = cg.cross_check([rows, matmul], backends=[])
+  assert report.ok, report.table(True)
+  skipped = {r.op: r.note for r in report.rows if r.check == "skipped"}
+  assert ("all inputs: extra leading axis of 2 (not the sample's outputs repeated)"
+          in skipped["t_variants_axis_one"])
+  assert "x: (2, 3) -> (2, 2, 3) (does not broadcast)" in skipped["t_variants_matmul"]
+  taken = {r.variant for r in report.rows if r.check == "variant" and r.op == matmul.name}
+  assert "all inputs: extra leading axis of 2" in taken
+  # Not vacuous: there the backward is not the derivative of what the forward computes.
+  (variant,) = [v for v in variants.derive(rows, list(rows.sample(np.random.default_rng(0))))
+                if v.name == "all inputs: extra leading axis of 2"]
+  z, label = variant.inputs
+  out, vjp_fn = cg.numpy.vjp(rows, z, label)
+  rng = np.random.default_rng(1)
+  g, step = rng.standard_normal(out.shape), rng.standard_normal(z.shape)
+  loss = lambda zz: float(np.sum(cg.numpy.vjp(rows, zz, label)[0] * g))
+  numeric = (loss(z + 1e-6 * step) - loss(z - 1e-6 * step)) / 2e-6
+  assert abs(numeric - float(np.sum(vjp_fn(g)[0] * step))) > 1e-3 * abs(numeric)
