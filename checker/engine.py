@@ -26,7 +26,7 @@ from typing import Any, Callable, Collection, Iterable, Sequence
 import numpy as np
 
 from crossgrad.checker import (compare, finite_diff, higher_order, implementations,
-                               round_trips, selection, special_values)
+                               round_trips, selection, special_values, variants as variants_lib)
 from crossgrad.checker import rows as row_kinds
 from crossgrad.checker.rows import setting
 from crossgrad.registry import validation
@@ -162,6 +162,7 @@ def cross_check(
     determinism: bool = False,
     units: Collection[tuple[str, str, str, str]] | None = None,
     impls: Collection[str] | None = None,
+    variants: bool | str | None = "default",
 ) -> Report:
   """Cross-checks ops (names or `OpDef`s; default: every registered op).
 
@@ -203,6 +204,7 @@ def cross_check(
     units: run only these units of work (`work_units`; default all): one shard of a
       check split across processes (`crossgrad.checker.shards`).
     impls: "emitted" and kernels' names (docs/kernels.md) to check; default all of them.
+    variants: ``variant`` rows (`variants`): "default", "all" (every mode) or "none".
 
   Returns:
     A `Report`; ``report.ok`` is True only if every row passed and one checked something.
@@ -211,21 +213,29 @@ def cross_check(
     CrossgradError: an unknown op, backend, dtype, device, mode, tolerance, special-value
       policy or precision, or a selection that checks nothing (`selection`).
   """
-  start = time.perf_counter()
-  opdefs = selection.ops(ops)
-  reference = _load("numpy")
+  start, opdefs, reference = time.perf_counter(), selection.ops(ops), _load("numpy")
   backends = _default_backends() if backends is None else backends
   modules = selection.backends(backends)
   resolved = selection.check(opdefs, modules, dtypes, devices, modes)
   settings = setting.Settings(devices, modes, seed, progress or (lambda _: None),
                               compare.check_tolerance(tolerance),
                               special_values.policy(special), determinism,
-                              None if units is None else frozenset(units),
-                              None if impls is None else frozenset(impls))
+                              _frozen(units), _frozen(impls), variants_lib.policy(variants),
+                              _variant_dtype(resolved))
   warming = _warm_up(modules, modes, settings)
   with pinned(modules, precision):
     rows = _rows(opdefs, inputs, resolved, backends, reference, modules, settings, warming)
   return Report(rows, time.perf_counter() - start, _environment(modules))
+
+
+def _frozen(values: Collection | None) -> frozenset | None:
+  return None if values is None else frozenset(values)
+
+
+def _variant_dtype(dtypes: Collection[str]) -> str | None:
+  """The dtype of the backends' ``variant`` rows: float64 where the check has it, else
+  float32 (16-bit dtypes: none; their rounding is the dtype rows' to judge)."""
+  return next((d for d in ("float64", "float32") if d in dtypes), None)
 
 
 def _rows(opdefs, inputs, dtypes, backends, reference, modules, settings: setting.Settings,
@@ -258,8 +268,9 @@ def _warm_ups_last(units: Sequence[tuple], late: Sequence[str],
           dataclasses.replace(settings, units=frozenset(units) - first)]
 
 
-# Rows of the reference's unit before every dtype's rows (the sample, finite differences).
-_FIRST = (Check.SAMPLE, Check.FD, Check.FD_FORWARD, Check.DECLARED)
+# Rows of the reference's unit before every dtype's rows (the sample, finite differences,
+# variants).
+_FIRST = (Check.SAMPLE, Check.FD, Check.FD_FORWARD, Check.DECLARED, Check.VARIANT)
 
 
 def row_order(units: Sequence[Sequence[str]]) -> Callable[[Row], tuple]:
@@ -312,7 +323,7 @@ def _op_rows(op: OpDef, counter: str, inputs, dtypes: dict[str, np.dtype], refer
           Check.SAMPLE, note=first_line(e))] if own else []
       continue
     if own:
-      run = setting.ReferenceRun(op, params, op_inputs, settings.seed)
+      run = setting.ReferenceRun(op, params, op_inputs, settings.seed, settings.variants)
       rows += [r for kind in row_kinds.of_scope(row_kinds.Scope.REFERENCE)
                for r in kind.rows(run)]
     second = _second_sample(op, settings.seed, params) if inputs is None else None

@@ -53,6 +53,7 @@ from crossgrad.checker import selection
 from crossgrad.checker import shards
 from crossgrad.checker import special_values
 from crossgrad.checker import user_warnings
+from crossgrad.checker import variants
 from crossgrad.checker import verdict_cache
 from crossgrad.checker import watch
 from crossgrad.checker.diagnosis import causes
@@ -109,6 +110,11 @@ _DETERMINISM = flags.DEFINE_bool(
     "determinism", False, "Run every backend, device and mode twice and compare the runs "
     "bit for bit (determinism rows: nondeterministic gradients, e.g. GPU scatter-adds); "
     "doubles the time of the forward and vjp rows.")
+_VARIANTS = flags.DEFINE_string(
+    "variants", "default", "Variant rows: inputs derived from each op's sample (an axis of "
+    "size 1 or dropped, an extra leading axis, a batch of 1, values x10 and x100), the "
+    "reference against finite differences and the backends against it: 'default' (eager "
+    "and one compiled mode per backend), 'all' (every execution mode) or 'none'.")
 _JSON = flags.DEFINE_string("json", None, "Write the report as JSON to this path.")
 _HTML = flags.DEFINE_string("html", None, "Write the report as one self-contained HTML page.")
 _REPRO_DIR = flags.DEFINE_string(
@@ -258,6 +264,7 @@ def _run(watching: watch.Watch | None = None) -> tuple[Report | int, dict | None
   selection.check_dtypes(_DTYPES.value, flags=True)  # What needs no backend, checked here:
   tolerance = compare.check_tolerance(_TOLERANCE.value, "--tolerance")  # once, not per job.
   special = special_values.policy(_SPECIAL.value, "--special")
+  variants.policy(_VARIANTS.value, "--variants")
   if _PRECISION.value not in engine.PRECISIONS:
     raise selection.unknown("--precision", _PRECISION.value, engine.PRECISIONS)
   shard = ((_SHARD_INDEX.value, _NUM_SHARDS.value) if _NUM_SHARDS.value is not None
@@ -371,7 +378,7 @@ def _run_here(ops, units, shard, tolerance, special) -> tuple[Report, dict | Non
         ops, backends=_BACKENDS.value, dtypes=_DTYPES.value, devices=_DEVICES.value,
         modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
         precision=_PRECISION.value, determinism=_DETERMINISM.value, units=mine,
-        impls=_IMPLS.value,
+        impls=_IMPLS.value, variants=_VARIANTS.value,
         progress=shown.line if shown else lambda line: print(line, file=sys.stderr,
                                                               flush=True))
   finally:

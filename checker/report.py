@@ -32,6 +32,7 @@ class Check(enum.StrEnum):
   SKIPPED = "skipped"
   REFERENCE = "reference"
   SAMPLE = "sample"
+  VARIANT = "variant"
 
 
 _BUILT_IN = {check.value: check for check in Check}
@@ -63,7 +64,10 @@ class Row:
     finite differences (`higher_order`);
   * ``round_trip``: an export mode's outputs and cotangents against the backend's eager ones;
   * ``skipped``: a mode or check the op or backend cannot run, with the reason in ``note``;
-  * ``reference``, ``sample``: the NumPy reference, or the op's ``sample``, raised.
+  * ``reference``, ``sample``: the NumPy reference, or the op's ``sample``, raised;
+  * ``variant``: on an input variant derived from the sample (``variant`` names it:
+    `crossgrad.checker.variants`), the reference against finite differences (backend
+    ``numpy``) or a backend's outputs and cotangents against the reference.
 
   ``impl`` is the implementation checked: ``emitted`` (the op crossgrad emits) or the name of
   a registered kernel (docs/kernels.md); the table and the grid show it after the backend.
@@ -92,6 +96,7 @@ class Row:
   advisory: str = ""
   diagnosis: Diagnosis | None = None
   impl: str = "emitted"
+  variant: str = ""
 
   @property
   def status(self) -> str:
@@ -145,6 +150,8 @@ def _cell(row: Row, column: str) -> str:
     return row.status
   if column == "backend":
     return row.implementation
+  if column == "note" and row.variant:
+    return f"[{row.variant}] {row.note}".strip()
   value = getattr(row, column)
   if column == "ulps" and value is not None:
     return f"{value:.0f}" if math.isfinite(value) else "inf"

@@ -51,15 +51,18 @@ def test_planted_wrong_gradient_exits_non_zero(tmp_path):
   assert result.returncode == 1
   grid, rows = result.stdout.split("failing rows by cause (1 cause):")
   # One cause: the backward is half the derivative, on the line that returns it.
-  assert "1. planted_square -: scale at " in rows and "planted_ops.py:5 (5 rows)" in rows
+  assert "1. planted_square -: scale at " in rows and "planted_ops.py:5 (10 rows)" in rows
   assert "the cotangent of x is 0.5 times the derivative of the forward" in rows
   (cell,) = [line for line in grid.splitlines() if "FAIL" in line]  # The reference's column.
   assert cell.split()[:3] == ["planted_square", "-", "FAIL"]
   failing = [line for line in rows.splitlines() if "FAIL" in line]
   assert all("planted_square" in line for line in failing)
-  # The reference's finite differences, and JAX's forward mode (the transposed backward).
+  # The reference's finite differences, on the sample and on its variants (a batch of 1,
+  # a leading axis of 1 and of 2, x10, x100), and JAX's forward mode (the transposed
+  # backward).
   assert [" fd " in line for line in failing].count(True) == 1
-  assert sum(" jvp " in line for line in failing) == len(failing) - 1 == 4
+  assert sum(" variant " in line and " numpy " in line for line in failing) == 5
+  assert sum(" jvp " in line for line in failing) == len(failing) - 6 == 4
   assert "every row:" not in result.stdout
 
 

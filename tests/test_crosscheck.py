@@ -55,9 +55,13 @@ PLANTED = {
 def test_planted_wrong_backward_is_caught(name):
   report = cg.cross_check([PLANTED[name]], backends=[])
   assert not report.ok
-  (failure,) = report.failures
-  assert failure.check == "fd" and failure.error > 1e-3
-  assert "is NOT the derivative" in failure.note
+  (failure,) = [r for r in report.failures if r.check == "fd"]
+  assert failure.error > 1e-3
+  # The variants of the sample the op takes fail alike (`variant` rows), or return the
+  # sample's shape for an input the variant broadcasts.
+  assert {r.check for r in report.failures} == {"fd", "variant"}
+  assert all("is NOT the derivative" in r.note
+             or "cotangent shape differs from the input's" in r.note for r in report.failures)
 
 
 def test_exact_inputs_of_a_surrogate_op_are_checked_against_the_forward():
@@ -69,10 +73,12 @@ def test_exact_inputs_of_a_surrogate_op_are_checked_against_the_forward():
 
   planted = dataclasses.replace(bernoulli, name="t_bernoulli_planted", backward=backward)
   report = cg.cross_check([planted], backends=[])
-  (failure,) = report.failures
-  assert failure.check == "fd" and failure.note.startswith("inputs features;")
+  (failure,) = [r for r in report.failures if r.check == "fd"]
+  assert failure.note.startswith("inputs features;")
+  variants = [r for r in report.failures if r.check == "variant"]
+  assert variants and all(r.note.startswith("inputs features;") for r in variants)
   assert {(r.check, r.ok) for r in cg.cross_check(["bernoulli_mask"], backends=[]).rows} == {
-      ("fd", True), ("fd_forward", True)}
+      ("fd", True), ("fd_forward", True), ("variant", True), ("skipped", True)}
 
 
 def test_backend_specific_backward_is_caught_by_the_comparison():
@@ -83,8 +89,9 @@ def test_backend_specific_backward_is_caught_by_the_comparison():
   op = cg.OpDef("t_jax_only_bug", _leaky_fwd, backward, sample=_sample_off_kink)
   report = cg.cross_check([op], dtypes=["float32"])
   failing = {(r.backend, r.check) for r in report.failures}
-  # Forward mode transposes the backward, so the planted bug shows in JAX's jvp rows too.
-  assert failing == {("jax", "vjp"), ("jax", "special"), ("jax", "jvp")}
+  # Forward mode transposes the backward, so the planted bug shows in JAX's jvp rows too;
+  # and on the variants of the sample.
+  assert failing == {("jax", "vjp"), ("jax", "special"), ("jax", "jvp"), ("jax", "variant")}
   # A special row names the worst element that is not special (a wrong value at ordinary
   # inputs: a failure, not an advisory).
   assert all(r.note.removeprefix("not at special values: ").startswith("worst: dx[")
@@ -140,7 +147,8 @@ def test_cross_check_as_readme_runs_it(tmp_path):
 
 def test_custom_add_is_declared_with_no_oracle_and_counted():
   report = cg.cross_check(["custom_add"], backends=[])
-  (row,) = report.rows
+  (row, skipped) = report.rows  # Its declared row, and the variants it does not take.
+  assert skipped.check == "skipped" and skipped.note.startswith("variants the op does not")
   assert row.check == "declared" and row.ok
   assert row.error > 0.1  # Far from the derivative of c + k.
   assert "no oracle" in row.note
@@ -152,13 +160,15 @@ def test_report_json_and_table():
   report = cg.cross_check(["leaky_relu"], backends=["jax"], modes=["jit"])
   data = json.loads(report.to_json())
   assert data["ok"] is True
-  # Per parameter set: fd, then per dtype forward, vjp, special, jvp, second_order.
-  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 2 * 5)
+  # Per parameter set: fd, 5 variant rows (a batch of 1, a leading axis of 1 and of 2, x10,
+  # x100), then per dtype forward, vjp, special, jvp, second_order, and in float64 2 variant
+  # rows (a leading axis: `variants.BACKEND_FAMILIES`; cotangents 0 at every other element).
+  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 5 + 2 * 5 + 2)
   assert data["environment"]["jax_devices"] == ["cpu:0"]
   table = report.table()
   assert table.splitlines()[0].split()[:3] == ["op", "params", "backend"]
   assert table.splitlines()[-1].startswith(
-      "crossgrad cross-check: 22 checks, 0 failing, 0 with no oracle")
+      "crossgrad cross-check: 36 checks, 0 failing, 0 with no oracle")
 
 
 def test_sampleless_op_fails_with_a_clear_row():

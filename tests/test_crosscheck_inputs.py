@@ -24,8 +24,13 @@ WRONG_ABOVE_5 = cg.OpDef("t_wrong_above_5", _forward, _backward_wrong_above_5, s
 
 
 def test_given_inputs_reach_the_check():
-  assert cg.cross_check([WRONG_ABOVE_5], backends=[]).ok  # Its sample misses the bug.
-  report = cg.cross_check([WRONG_ABOVE_5], backends=[], inputs=[np.linspace(5.5, 9.0, 2000)])
+  # Its sample misses the bug; the sample's values x10 and x100 (`variant` rows) do not.
+  assert cg.cross_check([WRONG_ABOVE_5], backends=[], variants="none").ok
+  scaled = cg.cross_check([WRONG_ABOVE_5], backends=[]).failures
+  assert {(r.check, r.variant) for r in scaled} == {("variant", "values x10"),
+                                                   ("variant", "values x100")}
+  report = cg.cross_check([WRONG_ABOVE_5], backends=[], inputs=[np.linspace(5.5, 9.0, 2000)],
+                          variants="none")
   (failure,) = report.failures
   assert failure.check == "fd" and "is NOT the derivative" in failure.note
 
@@ -37,4 +42,4 @@ def test_given_inputs_of_any_size_pass_for_a_correct_op():
                           modes=["eager"], inputs=[x])
   assert report.ok
   assert {r.check for r in report.rows} == {"fd", "forward", "vjp", "special", "jvp",
-                                            "second_order"}
+                                            "second_order", "variant"}

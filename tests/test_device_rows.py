@@ -18,9 +18,12 @@ from crossgrad.checker.report import RowContext
 NAMES = ["output 0", "dx"]
 MODES = {"tensorflow": {"eager", "graph", "jit"}, "jax": {"eager", "jit"}}
 TRANSFORMS = {"tensorflow": {"vectorized_map"}, "jax": {"vmap", "scan", "checkpoint"}}
+# The variant rows' modes (eager and the first compiled one), on the first device only.
+VARIANT_MODES = {"tensorflow": {"eager", "graph"}, "jax": {"eager", "jit"}}
 if "torch" in base.default_backends():
   MODES["torch"] = {"eager", "compile"}
   TRANSFORMS["torch"] = {"vmap"}
+  VARIANT_MODES["torch"] = {"eager", "compile"}
 
 
 def _check(tmp_path, *flags):
@@ -52,6 +55,8 @@ def test_all_devices_are_checked_and_compared_with_the_first(tmp_path):
       wanted |= {(m, c) for m in TRANSFORMS[backend] for c in ("forward", "vjp")}
       if device != "cpu:0":
         wanted |= {(m, "device") for m in modes}
+      else:
+        wanted |= {(m, "variant") for m in VARIANT_MODES[backend]}
       assert checked == wanted, (backend, device)
   device_rows = [r for r in rows if r["check"] == "device"]
   assert all(r["note"].startswith("vs cpu:0") and r["ok"] for r in device_rows)

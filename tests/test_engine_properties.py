@@ -31,6 +31,7 @@ import pytest
 
 import crossgrad as cg
 from crossgrad.backends.common import base
+from crossgrad.registry import validation
 import toy_backends
 
 TWIN = "twin"
@@ -55,6 +56,7 @@ class Family:
   bugs: dict[str, Callable[..., Any]]
   special_differences: dict[str, str] = dataclasses.field(default_factory=dict)
   nondiff: tuple[str, ...] = ()
+  check_inputs: Callable[..., None] | None = None  # The op's contract (OpDef's).
 
 
 # Sums over the dtype's extremes (special values) overflow in framework-specific order.
@@ -120,9 +122,9 @@ def product(rng) -> Family:
   def forward(xp, x, y):
     return x * y + c * x, (x, y)
 
-  def backward(xp, r, g):
+  def backward(xp, r, g):  # Either input may broadcast (the check's variants try both).
     x, y = r
-    return g * (y + c), g * x
+    return xp.unbroadcast(g * (y + c), x), xp.unbroadcast(g * x, y)
 
   def swapped(xp, r, g):
     dx, dy = backward(xp, r, g)
@@ -143,9 +145,9 @@ def broadcast(rng) -> Family:
   def forward(xp, x, w):
     return x * w + x, (x, w)
 
-  def backward(xp, r, g):
+  def backward(xp, r, g):  # Either input may broadcast (the check's variants try both).
     x, w = r
-    return g * (w + 1.0), xp.unbroadcast(g * x, w)
+    return xp.unbroadcast(g * (w + 1.0), x), xp.unbroadcast(g * x, w)
 
   def mean_for_sum(xp, r, g):
     x, w = r
@@ -171,9 +173,9 @@ def reduction(rng) -> Family:
     v = xp.astype(weights, x.dtype)
     return xp.sum(v * xp.square(x), axis=axis), (x, v)
 
-  def backward(xp, r, g):
+  def backward(xp, r, g):  # x (1, n) broadcasts against the weights: summed back.
     x, v = r
-    return (2.0 * v * x * xp.expand_dims(g, axis),)
+    return (xp.unbroadcast(2.0 * v * x * xp.expand_dims(g, axis), x),)
 
   def wrong_axis(xp, r, g):
     x, v = r
@@ -206,10 +208,17 @@ def matmul(rng) -> Family:
     dx, dw = backward(xp, r, g)
     return dw, dx
 
+  def square_matrices(specs):  # The backward is written for matrices, not batches.
+    for name, spec in specs.items():
+      if spec.shape is not None and len(spec.shape) != 2:
+        raise cg.CrossgradError("input must be a matrix", argument=f"input '{name}'",
+                                expected="rank 2", actual=str(spec))
+
   bugs = _common_bugs(backward, rng)
   bugs.update(missing_transpose=no_transpose, swapped_inputs=swapped)
   return Family(forward, backward, lambda r: (_positive_first(r.standard_normal((n, n))),
-                                               r.standard_normal((n, n))), bugs, OVERFLOW)
+                                               r.standard_normal((n, n))), bugs, OVERFLOW,
+                check_inputs=square_matrices)
 
 
 def piecewise(rng) -> Family:
@@ -316,11 +325,11 @@ def maxima(rng) -> Family:
     top = xp.max(both, axis=1, keepdims=True)
     return top[:, 0], (x, y, both, top)
 
-  def backward(xp, r, g):
+  def backward(xp, r, g):  # Either input may broadcast (the check's variants try both).
     x, y, both, top = r
     spread = xp.where(both == top, xp.expand_dims(g, 1), xp.zeros_like(both))
-    return (xp.where(x >= y, spread, xp.zeros_like(spread)),
-            xp.where(x >= y, xp.zeros_like(spread), spread))
+    return (xp.unbroadcast(xp.where(x >= y, spread, xp.zeros_like(spread)), x),
+            xp.unbroadcast(xp.where(x >= y, xp.zeros_like(spread), spread), y))
 
   def swapped(xp, r, g):
     dx, dy = backward(xp, r, g)
@@ -334,7 +343,8 @@ def maxima(rng) -> Family:
 
   bugs = _common_bugs(backward, rng)
   bugs["swapped_inputs"] = swapped
-  return Family(forward, backward, sample, bugs)
+  return Family(forward, backward, sample, bugs,  # Ties of a broadcast input: its contract.
+                check_inputs=lambda specs: validation.require_same_spec(specs, "x", "y"))
 
 
 def labels(rng) -> Family:
@@ -380,7 +390,8 @@ SPECIAL_FAMILIES = ("sorting", "inverse", "logarithm", "maxima", "labels")
 
 def _op(family: Family, backward, name: str = "t_random") -> cg.OpDef:
   return cg.OpDef(name, family.forward, backward, sample=family.sample,
-                  special_differences=family.special_differences, nondiff=family.nondiff)
+                  special_differences=family.special_differences, nondiff=family.nondiff,
+                  check_inputs=family.check_inputs)
 
 
 def _in_twin_only(backward, correct):
@@ -488,7 +499,7 @@ def _edge_op(x_shape, w_shape, bug: str | None = None, name: str = "t_edge") -> 
 
   def backward(xp, r, g):
     x, w, s = r
-    dx, dw = g[0] * w * s, xp.unbroadcast(g[0] * x * s, w)
+    dx, dw = xp.unbroadcast(g[0] * w * s, x), xp.unbroadcast(g[0] * x * s, w)
     if bug == "scaled" and xp.backend == TWIN:
       dx = 1.5 * dx
     if bug == "unbroadcast_as_mean" and xp.backend == TWIN:

@@ -19,5 +19,6 @@ def test_every_builtin_op_survives_every_export_round_trip():
   assert round_trips and all(r.note.startswith("vs eager") for r in round_trips)
   forward_mode = {(r.mode, r.check) for r in report.rows if r.backend != "numpy"}
   assert ("saved_model", "jvp") in forward_mode  # A SavedModel keeps forward mode too.
-  skipped = {r.note.split(":")[0] + " " + r.mode for r in report.rows if r.check == "skipped"}
+  skipped = {r.note.split(":")[0] + " " + r.mode for r in report.rows  # numpy's: variants.
+             if r.check == "skipped" and r.backend != "numpy"}
   assert skipped == {"jvp jax2tf", "jvp export"}

@@ -53,7 +53,8 @@ def test_assert_cross_check_raises_with_the_cause_and_its_line():
   assert "failing rows by cause (1 cause):" in text
   assert f"scale at {__file__}:{backward.__code__.co_firstlineno + 1}" in text
   assert "remove the factor 0.666667" in text  # 2 / 3, the planted factor.
-  assert "1 failing" in text.splitlines()[-1]
+  # fd, and the variants (a batch of 1, a leading axis of 1 and of 2, x10, x100): one cause.
+  assert "6 failing" in text.splitlines()[-1]
 
 
 def test_the_plugin_collects_one_item_per_op_failing_with_the_causes(tmp_path):

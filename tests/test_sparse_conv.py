@@ -131,7 +131,8 @@ def test_planted_wrong_ground_state_gradient_fails_the_finite_differences():
                   sample=real.sample, nondiff=("h_out", "dst"))
   rows = cg.cross_check([planted], backends=())
   assert not rows.ok
-  assert [r.check for r in rows.rows if not r.ok] == ["fd"]
+  failing = [r.check for r in rows.rows if not r.ok]  # The sample's fd row, then variants'.
+  assert failing[0] == "fd" and set(failing[1:]) <= {"variant"}
 
 
 def _fd_jacobian(fn, x, step=1e-3):

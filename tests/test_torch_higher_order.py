@@ -35,7 +35,7 @@ def test_torch_has_the_higher_order_members():
 
 def test_every_builtin_op_passes_jvp_second_order_and_vmap_rows_in_eager():
   report = cg.cross_check(BUILTIN, backends=["torch"], dtypes=["float64"],
-                          modes=["eager", "vmap"], special=False)
+                          modes=["eager", "vmap"], special=False, variants="none")
   assert report.ok, report.table(failures_only=True)
   checks = {}
   for r in _rows(report):
@@ -84,7 +84,7 @@ def test_a_torch_backward_off_by_one_percent_fails_jvp_second_order_and_vmap():
                           modes=["eager", "vmap"], special=False)
   assert {(r.backend, r.mode, r.check) for r in report.failures} == {
       ("torch", "eager", "vjp"), ("torch", "eager", "jvp"), ("torch", "eager", "second_order"),
-      ("torch", "vmap", "vjp")}
+      ("torch", "vmap", "vjp"), ("torch", "eager", "variant")}
 
 
 def test_a_backward_wrong_only_in_its_derivative_fails_only_second_order():

@@ -28,7 +28,8 @@ def test_unsupported_mode_is_a_skipped_row_with_its_reason():
   by_mode = {(r.mode, r.check): r for r in report.rows if r.backend == "jax"}
   assert set(by_mode) == {("eager", "forward"), ("eager", "vjp"), ("eager", "special"),
                           ("eager", "jvp"), ("eager", "second_order"), ("jit", "skipped"),
-                          ("vmap", "skipped"), ("scan", "forward"), ("scan", "vjp")}
+                          ("vmap", "skipped"), ("scan", "forward"), ("scan", "vjp"),
+                          ("eager", "variant")}  # Not in jit, its first compiled mode.
   assert by_mode[("jit", "skipped")].note == "unsupported by the op: planted reason"
   assert by_mode[("vmap", "skipped")].note == "unsupported by the op: no batching"
 

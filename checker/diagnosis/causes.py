@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from crossgrad.checker import compare, engine, finite_diff
-from crossgrad.checker.diagnosis import backward, divergence
+from crossgrad.checker.diagnosis import backward, divergence, variant_causes
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Report, Row
 from crossgrad.checker.rows import setting
@@ -49,9 +49,13 @@ def diagnose(report: Report, ops: Sequence[OpDef], seed: int = 0,
     op = by_name.get(name)
     seconds = sum(r.seconds for r in report.rows if (r.op, r.params) == (name, label))
     deadline = clock() + max(seconds, MIN_SECONDS)
-    if op is not None:
-      found.update(_op_causes(op, label, rows, seed, lambda: clock() < deadline))
-    found.update(_unknown(rows, found, timed_out=clock() >= deadline))
+    sample, varied = [r for r in rows if not r.variant], [r for r in rows if r.variant]
+    if op is not None:  # The sample's rows first; the variants' in the time left.
+      found.update(_op_causes(op, label, sample, seed, lambda: clock() < deadline))
+    found.update(_unknown(sample, found, timed_out=clock() >= deadline))
+    if op is not None and varied:
+      found.update(_variant_causes(op, label, varied, seed, lambda: clock() < deadline))
+    found.update(_unknown(varied, found, timed_out=clock() >= deadline))
   rows = [dataclasses.replace(r, diagnosis=found[id(r)]) if id(r) in found else r
           for r in report.rows]
   return Report(rows, report.seconds, report.environment)
@@ -84,7 +88,28 @@ def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
     inputs = engine._sample(op, seed, params)  # pylint: disable=protected-access
   except Exception:  # pylint: disable=broad-except  # The sample row says why.
     return {}
-  found = _backward_cause(op, label, params, inputs, rows, seed, in_time)
+  found = _shape_cause(op, label, params, inputs, rows)
+  found.update(_backward_cause(op, label, params, inputs,
+                               [r for r in rows if id(r) not in found], seed, in_time))
+  return _found_or_diverging(op, label, params, inputs, rows, found, seed, in_time)
+
+
+def _variant_causes(op: OpDef, label: str, rows: list[Row], seed: int,
+                    in_time: Callable[[], bool]) -> dict[int, Diagnosis]:
+  """Diagnoses of failing ``variant`` rows, on their variants' inputs (`variant_causes`)."""
+  params = _params(op, label)
+  try:
+    inputs = engine._sample(op, seed, params)  # pylint: disable=protected-access
+  except Exception:  # pylint: disable=broad-except
+    return {}
+  return {k: dataclasses.replace(d, cause=_cause_id(op.name, label, d)) for k, d in
+          variant_causes.diagnose(op, params, inputs, rows, seed, in_time).items()}
+
+
+def _found_or_diverging(op: OpDef, label: str, params: dict, inputs, rows: list[Row],
+                        found: dict[int, Diagnosis], seed: int,
+                        in_time: Callable[[], bool]) -> dict[int, Diagnosis]:
+  """``found``, and the first diverging calls of the backend rows it does not explain."""
   # A kernel's program is opaque: tracing the op's definition would not find its fault;
   # a row that raised has no values a call could explain.
   rest = [r for r in rows if id(r) not in found and r.backend != "numpy"
@@ -97,6 +122,22 @@ def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
     found = {k: numerical[0] if d.kind == Kind.ILL_CONDITIONED else d
              for k, d in found.items()}
   return {**found, **diverging}
+
+
+def _shape_cause(op: OpDef, label: str, params: dict, inputs,
+                 rows: list[Row]) -> dict[int, Diagnosis]:
+  """The rows a backward returning a cotangent of the wrong shape on the sample explains."""
+  shaped = [r for r in rows if variant_causes.SHAPE_ERROR in r.note]
+  if not shaped:
+    return {}
+  try:
+    found = variant_causes.shape_mismatch(op, params, setting.cast_inputs(inputs, np.float64))
+  except Exception:  # pylint: disable=broad-except  # Left to the others.
+    return {}
+  if found is None:
+    return {}
+  found = dataclasses.replace(found, cause=_cause_id(op.name, label, found))
+  return {id(r): found for r in shaped}
 
 
 def _backward_cause(op: OpDef, label: str, params: dict, inputs, rows: list[Row], seed: int,
@@ -172,9 +213,10 @@ def _unknown(rows: list[Row], found: dict[int, Diagnosis],
              + (f" (tolerance {worst.tolerance:.0e})" if worst.tolerance is not None else ""))
   diagnosis = Diagnosis(
       Kind.UNKNOWN, f"{why}; worst row: {worst.check} {worst.backend} {worst.mode} "
-      f"{worst.dtype}, {numbers}" + (f": {worst.note}" if worst.note else ""),
+      f"{worst.dtype}" + (f" on the variant {worst.variant}" if worst.variant else "")
+      + f", {numbers}" + (f": {worst.note}" if worst.note else ""),
       values={"error": worst.error, "tolerance": worst.tolerance},
-      cause=f"{worst.op} {worst.params}: unknown")
+      cause=f"{worst.op} {worst.params}: unknown" + (" on variants" if worst.variant else ""))
   return {id(r): diagnosis for r in left}
 
 

@@ -15,7 +15,8 @@ class Kind(enum.StrEnum):
   (the cotangent is a constant times the right one; ``factor`` says which), ``sign`` (the
   constant is -1), ``conjugate``, ``swapped_cotangents``, ``transposed``,
   ``ignores_cotangent``, ``not_linear_in_cotangent``, ``elements`` (right except on some
-  elements). Backends that disagree with a correct reference, at the first diverging
+  elements), ``shape`` (a cotangent of another shape than its input), ``raised`` (the
+  backward raises on inputs the forward takes). Backends that disagree with a correct reference, at the first diverging
   ``xp`` call: ``cancellation``, ``ill_conditioned``, ``sign_ambiguity``,
   ``special_value``, ``intermediate``. ``unknown`` where no hypothesis fits.
   """
@@ -28,6 +29,8 @@ class Kind(enum.StrEnum):
   IGNORES_COTANGENT = "ignores_cotangent"
   NOT_LINEAR_IN_COTANGENT = "not_linear_in_cotangent"
   ELEMENTS = "elements"
+  SHAPE = "shape"
+  RAISED = "raised"
   CANCELLATION = "cancellation"
   ILL_CONDITIONED = "ill_conditioned"
   SIGN_AMBIGUITY = "sign_ambiguity"

@@ -15,7 +15,7 @@ import enum
 from typing import Any, Callable, Sequence
 
 from crossgrad.checker.report import Row
-from crossgrad.checker.rows import backend_rows, finite_differences
+from crossgrad.checker.rows import backend_rows, finite_differences, variant_rows
 from crossgrad.registry.errors import CrossgradError
 
 
@@ -47,6 +47,7 @@ class RowKind:
 KINDS: list[RowKind] = [
     RowKind("finite_differences", Scope.REFERENCE, finite_differences.rows,
             complex_inputs=True),
+    RowKind("variant_differences", Scope.REFERENCE, variant_rows.reference),
     RowKind("device", Scope.MODE, backend_rows.device, complex_inputs=True),
     RowKind("forward_vjp", Scope.MODE, backend_rows.forward_vjp, needs_results=False,
             complex_inputs=True),
@@ -54,6 +55,7 @@ KINDS: list[RowKind] = [
     RowKind("special", Scope.MODE, backend_rows.special),
     RowKind("round_trip", Scope.MODE, backend_rows.round_trip),
     RowKind("jvp_second_order", Scope.MODE, backend_rows.jvp_second_order),
+    RowKind("variant", Scope.MODE, variant_rows.backend),
     RowKind("transforms", Scope.DEVICE, backend_rows.transforms),
 ]
 

@@ -47,6 +47,8 @@ class Settings:
   determinism: bool
   units: frozenset | None = None
   impls: frozenset | None = None  # Implementations to check (None: all).
+  variants: str | None = None  # `variants.policy`.
+  variant_dtype: str | None = None  # The dtype of the backends' variant rows.
 
   def wants(self, op: OpDef, label: str, dtype: str, backend: str) -> bool:
     """Whether this check runs the unit (`engine.work_units`)."""
@@ -74,6 +76,9 @@ class Target:
   bitwise: bool
   # Per check, a tolerance replacing ``tolerance`` (a 16-bit kernel's: `implementations`).
   bounds: dict = dataclasses.field(default_factory=dict)
+  # The input variants' reference results, made on first use (`rows.variant_rows.cases`),
+  # shared by the kernels' targets made from this one.
+  variant_cases: dict = dataclasses.field(default_factory=dict)
 
   @property
   def is_complex(self) -> bool:
@@ -88,12 +93,14 @@ class Target:
 
 @dataclasses.dataclass(frozen=True)
 class ReferenceRun:
-  """The `Scope.REFERENCE` record: one op and parameter set, its sampled inputs."""
+  """The `Scope.REFERENCE` record: one op and parameter set, its sampled inputs, and the
+  check's `variants.policy`."""
 
   op: OpDef
   params: dict
   inputs: list[np.ndarray]
   seed: int
+  variants: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
