@@ -26,7 +26,8 @@ from typing import Any, Callable, Collection, Iterable, Sequence
 import numpy as np
 
 from crossgrad.checker import (compare, finite_diff, higher_order, implementations,
-                               round_trips, selection, special_values, variants as variants_lib)
+                               round_trips, search as search_lib, selection, special_values,
+                               variants as variants_lib)
 from crossgrad.checker import rows as row_kinds
 from crossgrad.checker.rows import setting
 from crossgrad.registry import validation
@@ -163,6 +164,7 @@ def cross_check(
     units: Collection[tuple[str, str, str, str]] | None = None,
     impls: Collection[str] | None = None,
     variants: bool | str | None = "default",
+    search: int = 0,
 ) -> Report:
   """Cross-checks ops (names or `OpDef`s; default: every registered op).
 
@@ -205,6 +207,8 @@ def cross_check(
       check split across processes (`crossgrad.checker.shards`).
     impls: "emitted" and kernels' names (docs/kernels.md) to check; default all of them.
     variants: ``variant`` rows (`variants`): "default", "all" (every mode) or "none".
+    search: examples per op and parameter set a property-based search draws from
+      the sample (`search`; 0: no search): one ``search`` row each.
 
   Returns:
     A `Report`; ``report.ok`` is True only if every row passed and one checked something.
@@ -221,7 +225,7 @@ def cross_check(
                               compare.check_tolerance(tolerance),
                               special_values.policy(special), determinism,
                               _frozen(units), _frozen(impls), variants_lib.policy(variants),
-                              _variant_dtype(resolved))
+                              _variant_dtype(resolved), search_lib.examples(search))
   warming = _warm_up(modules, modes, settings)
   with pinned(modules, precision):
     rows = _rows(opdefs, inputs, resolved, backends, reference, modules, settings, warming)
@@ -270,7 +274,8 @@ def _warm_ups_last(units: Sequence[tuple], late: Sequence[str],
 
 # Rows of the reference's unit before every dtype's rows (the sample, finite differences,
 # variants).
-_FIRST = (Check.SAMPLE, Check.FD, Check.FD_FORWARD, Check.DECLARED, Check.VARIANT)
+_FIRST = (Check.SAMPLE, Check.FD, Check.FD_FORWARD, Check.DECLARED, Check.VARIANT,
+          Check.SEARCH)
 
 
 def row_order(units: Sequence[Sequence[str]]) -> Callable[[Row], tuple]:
@@ -323,7 +328,8 @@ def _op_rows(op: OpDef, counter: str, inputs, dtypes: dict[str, np.dtype], refer
           Check.SAMPLE, note=first_line(e))] if own else []
       continue
     if own:
-      run = setting.ReferenceRun(op, params, op_inputs, settings.seed, settings.variants)
+      run = setting.ReferenceRun(op, params, op_inputs, settings.seed, settings.variants,
+                                 settings.search)
       rows += [r for kind in row_kinds.of_scope(row_kinds.Scope.REFERENCE)
                for r in kind.rows(run)]
     second = _second_sample(op, settings.seed, params) if inputs is None else None

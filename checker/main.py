@@ -49,6 +49,7 @@ from crossgrad.checker import jobs
 from crossgrad.checker import keras_rows
 from crossgrad.checker import module_ops
 from crossgrad.checker import progress as progress_lib
+from crossgrad.checker import search
 from crossgrad.checker import selection
 from crossgrad.checker import shards
 from crossgrad.checker import special_values
@@ -115,11 +116,17 @@ _VARIANTS = flags.DEFINE_string(
     "size 1 or dropped, an extra leading axis, a batch of 1, values x10 and x100), the "
     "reference against finite differences and the backends against it: 'default' (eager "
     "and one compiled mode per backend), 'all' (every execution mode) or 'none'.")
+_SEARCH = flags.DEFINE_integer(
+    "search", 0, "Search N examples per op for an input where the backward is not the "
+    "derivative of the forward (Hypothesis: shapes and values drawn from the sample, "
+    "shrunk to the smallest failing input; a 'search' row per op; 0: no search).",
+    lower_bound=0)
 _JSON = flags.DEFINE_string("json", None, "Write the report as JSON to this path.")
 _HTML = flags.DEFINE_string("html", None, "Write the report as one self-contained HTML page.")
 _REPRO_DIR = flags.DEFINE_string(
     "repro_dir", None, "Write here, per divergence cause, a standalone script that runs the "
-    "diverging call in its framework alone and in NumPy, its inputs beside it.")
+    "diverging call in its framework alone and in NumPy, its inputs beside it, and per "
+    "failing search row a script that checks the op at its smallest failing input.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed for inputs, cotangents and directions.")
 _ALL_ROWS = flags.DEFINE_bool("all_rows", False,
                               "After the grid and the failing rows, print every row.")
@@ -236,7 +243,8 @@ def _check_once(capture: quiet.Capture, watching: watch.Watch | None = None) -> 
   if _HTML.value:
     html_report.write(_HTML.value, report, all_rows=_ALL_ROWS.value)
   if _REPRO_DIR.value:
-    for path in repro.write_for_rows(report.failures, _REPRO_DIR.value):
+    for path in (repro.write_for_rows(report.failures, _REPRO_DIR.value)
+                 + search.write_repros(report.failures, _REPRO_DIR.value)):
       print(f"[crossgrad] repro: {path}")
   if shard is not None:
     return 1 if report.failures else 0  # The merged report says whether it checked any.
@@ -379,6 +387,7 @@ def _run_here(ops, units, shard, tolerance, special) -> tuple[Report, dict | Non
         modes=_MODES.value, seed=_SEED.value, tolerance=tolerance, special=special or False,
         precision=_PRECISION.value, determinism=_DETERMINISM.value, units=mine,
         impls=_IMPLS.value, variants=_VARIANTS.value,
+        search=_SEARCH.value,
         progress=shown.line if shown else lambda line: print(line, file=sys.stderr,
                                                               flush=True))
   finally:

@@ -33,6 +33,7 @@ class Check(enum.StrEnum):
   REFERENCE = "reference"
   SAMPLE = "sample"
   VARIANT = "variant"
+  SEARCH = "search"
 
 
 _BUILT_IN = {check.value: check for check in Check}
@@ -67,7 +68,10 @@ class Row:
   * ``reference``, ``sample``: the NumPy reference, or the op's ``sample``, raised;
   * ``variant``: on an input variant derived from the sample (``variant`` names it:
     `crossgrad.checker.variants`), the reference against finite differences (backend
-    ``numpy``) or a backend's outputs and cotangents against the reference.
+    ``numpy``) or a backend's outputs and cotangents against the reference;
+  * ``search``: the smallest input a property-based search found where the reference
+    backward is not the derivative (``variant`` describes it; `crossgrad.checker.search`),
+    or, passing, how many examples it drew.
 
   ``impl`` is the implementation checked: ``emitted`` (the op crossgrad emits) or the name of
   a registered kernel (docs/kernels.md); the table and the grid show it after the backend.

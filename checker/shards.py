@@ -42,7 +42,8 @@ OTHER_MODE_SECONDS = 1.5  # A mode not measured: export round trips, a Keras bac
 REFERENCE_SECONDS = 0.05  # The sample, finite differences and the reference's own rows.
 # The check's flags that choose its rows: equal in every shard of one check.
 ROW_FLAGS = ("ops", "backends", "dtypes", "devices", "modes", "impls", "cpu_devices", "module",
-             "tolerance", "special", "precision", "determinism", "seed", "variants")
+             "tolerance", "special", "precision", "determinism", "seed", "variants",
+             "search")
 # Environment entries that may differ between the machines running one check's shards.
 MACHINE_ONLY = ("platform",)
 

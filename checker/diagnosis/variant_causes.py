@@ -57,7 +57,7 @@ def shape_mismatch(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   return None
 
 
-def _raised(op: OpDef, e: Exception, variant: str, input_name: str | None) -> Diagnosis:
+def raised(op: OpDef, e: Exception, variant: str, input_name: str | None) -> Diagnosis:
   """``raised``: the backward raises on a variant the forward takes, at its deepest line in
   the backward's file."""
   backward_file = inspect.getsourcefile(inspect.unwrap(source_lines.user_functions(op)[1]))
@@ -102,7 +102,7 @@ def _variant_cause(op, params, sample, name, rows, seed, in_time) -> Diagnosis |
   try:
     found = shape_mismatch(op, params, wide.inputs, name)
   except Exception as e:  # pylint: disable=broad-except  # The backward raises there.
-    found = _raised(op, e, name, wide.input)
+    found = raised(op, e, name, wide.input)
   if found is None and any(r.backend == "numpy" for r in rows):
     try:
       found = backward.diagnose(op, params, wide.inputs, seed, in_time)

@@ -15,7 +15,8 @@ import enum
 from typing import Any, Callable, Sequence
 
 from crossgrad.checker.report import Row
-from crossgrad.checker.rows import backend_rows, finite_differences, variant_rows
+from crossgrad.checker.rows import (backend_rows, finite_differences, search_rows,
+                                    variant_rows)
 from crossgrad.registry.errors import CrossgradError
 
 
@@ -48,6 +49,7 @@ KINDS: list[RowKind] = [
     RowKind("finite_differences", Scope.REFERENCE, finite_differences.rows,
             complex_inputs=True),
     RowKind("variant_differences", Scope.REFERENCE, variant_rows.reference),
+    RowKind("search", Scope.REFERENCE, search_rows.rows),
     RowKind("device", Scope.MODE, backend_rows.device, complex_inputs=True),
     RowKind("forward_vjp", Scope.MODE, backend_rows.forward_vjp, needs_results=False,
             complex_inputs=True),

@@ -49,6 +49,7 @@ class Settings:
   impls: frozenset | None = None  # Implementations to check (None: all).
   variants: str | None = None  # `variants.policy`.
   variant_dtype: str | None = None  # The dtype of the backends' variant rows.
+  search: int = 0  # Examples per op the search draws (`crossgrad.checker.search`).
 
   def wants(self, op: OpDef, label: str, dtype: str, backend: str) -> bool:
     """Whether this check runs the unit (`engine.work_units`)."""
@@ -101,6 +102,7 @@ class ReferenceRun:
   inputs: list[np.ndarray]
   seed: int
   variants: str | None = None
+  search: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
