@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from crossgrad.checker import compare, engine, finite_diff
-from crossgrad.checker.diagnosis import backward, divergence, variant_causes
+from crossgrad.checker.diagnosis import backward, divergence, unsupported, variant_causes
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Report, Row
 from crossgrad.checker.rows import setting
@@ -46,6 +46,9 @@ def diagnose(report: Report, ops: Sequence[OpDef], seed: int = 0,
   by_name = {op.name: op for op in ops}
   found: dict[int, Diagnosis] = {}
   for (name, label), rows in _grouped(failing, lambda r: (r.op, r.params)).items():
+    explained = unsupported.diagnoses(rows)  # Read from the framework's message alone.
+    found.update(explained)
+    rows = [r for r in rows if id(r) not in explained]
     op = by_name.get(name)
     seconds = sum(r.seconds for r in report.rows if (r.op, r.params) == (name, label))
     deadline = clock() + max(seconds, MIN_SECONDS)

@@ -16,9 +16,11 @@ class Kind(enum.StrEnum):
   constant is -1), ``conjugate``, ``swapped_cotangents``, ``transposed``,
   ``ignores_cotangent``, ``not_linear_in_cotangent``, ``elements`` (right except on some
   elements), ``shape`` (a cotangent of another shape than its input), ``raised`` (the
-  backward raises on inputs the forward takes). Backends that disagree with a correct reference, at the first diverging
-  ``xp`` call: ``cancellation``, ``ill_conditioned``, ``sign_ambiguity``,
-  ``special_value``, ``intermediate``. ``unknown`` where no hypothesis fits.
+  backward raises on inputs the forward takes). Backends that disagree with a correct
+  reference, at the first diverging ``xp`` call: ``cancellation``, ``ill_conditioned``,
+  ``sign_ambiguity``, ``special_value``, ``intermediate``. ``unsupported``: an
+  implementation lacks a rule for the row's transformation (`unsupported`). ``unknown``
+  where no hypothesis fits.
   """
 
   SCALE = "scale"
@@ -31,6 +33,7 @@ class Kind(enum.StrEnum):
   ELEMENTS = "elements"
   SHAPE = "shape"
   RAISED = "raised"
+  UNSUPPORTED = "unsupported"
   CANCELLATION = "cancellation"
   ILL_CONDITIONED = "ill_conditioned"
   SIGN_AMBIGUITY = "sign_ambiguity"
