@@ -2,16 +2,19 @@
 backward is not the derivative of its forward, shrunk to the smallest such input.
 
 Drawn from the op's sample, N examples per op and parameter set: every length the floating
-inputs' axes have becomes one length in 1..min(2n, 6) (one choice per length, so axes that match
-keep matching: a matmul's inner axes, a bias and its channels), optionally with an extra
-leading axis of 1 or 2 on every floating input, and values drawn in the sample's range
-scaled by 1, 10 or 100. An example the reference forward rejects (it raises, or gives
-non-finite outputs) or where it has a kink or a tie is the op's contract, not a failure. On
-the rest the reference backward is checked against finite differences in float64 (the
-``fd`` rows) and, where they disagree, confirmed by the backward's diagnosis (a Jacobian at
-two step sizes; `diagnosis.backward`), so noise is never reported. Hypothesis shrinks a
-failure to the fewest elements and the simplest values it can; that example is one failing
-``search`` row with its diagnosis, and `write_repro` saves it as a script.
+inputs' axes have becomes one length in 1..min(2n, 6) (one choice per length, so axes that
+match keep matching: a matmul's inner axes, a bias and its channels), optionally with an
+extra leading axis of 1 or 2 on every floating input, and values drawn in the sample's range
+scaled by 1, 10 or 100 (on a grid of 1/1024 of it). An example the reference forward rejects
+(it raises, or gives non-finite outputs), where it has a kink or a tie, or where an extra
+leading axis is not what the op computes slice by slice (it reads its axes by position) is
+the op's contract, not a failure; so is one where the forward amplifies changes of its
+inputs more than 1e8 times (near a singular matrix), where float64 finite differences cannot
+judge. On the rest the reference backward is checked against finite differences in float64
+(the ``fd`` rows) and, where they disagree, confirmed by the backward's diagnosis (a
+Jacobian at two step sizes; `diagnosis.backward`), so noise is never reported. Hypothesis
+shrinks a failure to the fewest elements and the simplest values it can; that example is one
+failing ``search`` row with its diagnosis, and `write_repros` saves it as a script.
 """
 
 from __future__ import annotations
@@ -23,17 +26,20 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from crossgrad.backends import base
-from crossgrad.checker import compare, variants
+from crossgrad.backends.common import base
+from crossgrad.checker import compare, finite_diff, variants
 from crossgrad.checker.diagnosis import backward, variant_causes
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Row
 from crossgrad.checker.rows import finite_differences
+from crossgrad.registry import validation
 from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
 SCALES = (1.0, 10.0, 100.0)
 LEADING = ((), (1,), (2,))  # An extra leading axis on every floating input.
+AMPLIFICATION = 1e8  # The forward's relative condition past which an example is left out.
+GRID = 1024  # Values are multiples of the range / GRID.
 LONGEST = 6  # The longest axis drawn: examples stay small enough for a Jacobian each.
 
 
@@ -89,8 +95,10 @@ def _strategy(op: OpDef, sample: Sequence[np.ndarray]):
       hypothesis.assume(int(np.prod(shape)) <= backward.JACOBIAN_LIMIT)
       lo, hi = ranges[i] if ranges[i][0] < ranges[i][1] else (ranges[i][0] - 1, ranges[i][1] + 1)
       lo, hi = scale * lo, scale * hi
-      inputs[i] = draw(hnp.arrays(np.float64, shape, elements=st.floats(
-          lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False)))
+      values = draw(hnp.arrays(np.float64, shape, elements=st.floats(
+          lo, hi, allow_nan=False, allow_infinity=False)))
+      step = (hi - lo) / GRID  # On a grid: no value is nearer 0 than finite differences see.
+      inputs[i] = np.clip(np.round(values / step) * step, lo, hi)
     names = [f"{op.input_names[i]}: {tuple(int(d) for d in sample[i].shape)} -> "
              f"{tuple(int(d) for d in inputs[i].shape)}" for i in floating
              if inputs[i].shape != sample[i].shape]
@@ -100,14 +108,83 @@ def _strategy(op: OpDef, sample: Sequence[np.ndarray]):
   return example()
 
 
+def _sliced(numpy: Any, op: OpDef, params: dict, inputs: list[np.ndarray],
+            sample: Sequence[np.ndarray], outputs: Any) -> bool:
+  """Whether an example with an extra leading axis is what the op computes on each slice
+  along it, where an output keeps that axis (an op reading its axes by position, ``axis=1``
+  in a rank-2 op, computes another function there: not the op's contract); True for an
+  example without one, and for outputs reduced over it."""
+  led = [i for i, x in enumerate(inputs) if x.ndim > np.ndim(sample[i])]
+  if not led:
+    return True
+  size = inputs[led[0]].shape[0]
+  for k in range(size):
+    try:
+      with np.errstate(all="ignore"):
+        want = numpy.vjp(op, *[x[k] if i in led else x for i, x in enumerate(inputs)],
+                         **params)[0]
+    except Exception:  # pylint: disable=broad-except
+      return False
+    for got, one in zip(validation.as_tuple(outputs), validation.as_tuple(want)):
+      got, one = np.asarray(got, np.float64), np.asarray(one, np.float64)
+      if got.shape == one.shape:
+        continue  # Reduced over the leading axis: nothing to compare slice by slice.
+      if got.shape != (size,) + one.shape or not np.allclose(
+          got[k], one, rtol=1e-7, atol=1e-7 * float(np.max(np.abs(one), initial=1.0))):
+        return False
+  return True
+
+
+def _amplifies(numpy: Any, op: OpDef, params: dict, inputs: list[np.ndarray], outputs: Any,
+               seed: int) -> bool:
+  """Whether the forward amplifies a change of its inputs more than `AMPLIFICATION` times
+  (along a random direction, relative to the inputs' and outputs' norms, each at least 1):
+  near a singular matrix, where float64 finite differences cannot judge a backward."""
+  rng = np.random.default_rng([seed, 57])
+  floating = [i for i, x in enumerate(inputs) if compare.is_floating(x.dtype)]
+  direction = {i: finite_diff.uniform(rng, inputs[i].shape) for i in floating}
+  size = np.sqrt(sum(finite_diff.norm(d) ** 2 for d in direction.values())) or 1.0
+  norm_x = np.sqrt(sum(finite_diff.norm(inputs[i]) ** 2 for i in floating))
+  h = finite_diff.STEP * max(1.0, norm_x / np.sqrt(max(1, sum(inputs[i].size
+                                                                for i in floating))))
+
+  def at(sign):
+    moved = [x + sign * h * direction[i] / size if i in direction else x
+             for i, x in enumerate(inputs)]
+    with np.errstate(all="ignore"):
+      return variants.flat(numpy.vjp(op, *moved, **params)[0])
+
+  change = finite_diff.norm((at(1.0) - at(-1.0)) / (2 * h))
+  ratio = change * max(1.0, norm_x) / max(1.0, finite_diff.norm(variants.flat(outputs)))
+  return not np.isfinite(ratio) or ratio > AMPLIFICATION
+
+
+def _raises_at_these_shapes(op: OpDef, params: dict, inputs: list[np.ndarray],
+                            sample: Sequence[np.ndarray], seed: int) -> bool:
+  """Whether the backward raises at the example's shapes with other values too (uniform in
+  each floating input's range on the sample): a raise that follows the shapes, not one
+  that follows the values."""
+  rng = np.random.default_rng([seed, 56])
+  fresh = [rng.uniform(np.min(s, initial=0.0), np.max(s, initial=0.0) or 1.0, x.shape)
+           if compare.is_floating(x.dtype) else x for x, s in zip(inputs, sample)]
+  try:
+    with np.errstate(all="ignore"):
+      variant_causes.shape_mismatch(op, params, fresh)
+  except Exception:  # pylint: disable=broad-except
+    return True
+  return False
+
+
 def _failure(op: OpDef, params: dict, name: str, inputs: list[np.ndarray],
-             sample_outputs: Any, seed: int) -> Found | None:
+             sample: Sequence[np.ndarray], sample_outputs: Any, seed: int) -> Found | None:
   """The example's failure, where its fd row fails and the diagnosis confirms a wrong
   backward; None where the op does not take it, or its backward is right there."""
   numpy = base.load("numpy")
   variant = variants.Variant(name, inputs, "search")
   taken, result, _ = variants.accepts(numpy, op, params, variant, sample_outputs)
-  if not taken or variants.kinked(numpy, op, params, variant, result[0], seed):
+  if (not taken or variants.kinked(numpy, op, params, variant, result[0], seed)
+      or not _sliced(numpy, op, params, inputs, sample, result[0])
+      or _amplifies(numpy, op, params, inputs, result[0], seed)):
     return None
   try:
     with np.errstate(all="ignore"):  # Steps may leave the domain (log at 0): read as such.
@@ -122,6 +199,8 @@ def _failure(op: OpDef, params: dict, name: str, inputs: list[np.ndarray],
       diagnosis = (variant_causes.shape_mismatch(op, params, inputs, name)
                    or backward.diagnose(op, params, inputs, seed))
   except Exception as e:  # pylint: disable=broad-except
+    if not _raises_at_these_shapes(op, params, inputs, sample, seed):
+      return None  # Only at these values (a singular matrix): the derivative's domain.
     diagnosis = variant_causes.raised(op, e, name, None)
   if diagnosis is None or diagnosis.kind == Kind.ILL_CONDITIONED:
     return None
@@ -146,11 +225,11 @@ def smallest_failure(op: OpDef, params: dict, sample: Sequence[np.ndarray], coun
       phases=(hypothesis.Phase.generate, hypothesis.Phase.shrink))
   try:
     name, inputs = hypothesis.find(
-        strategy, lambda e: _failure(op, params, *e, sample_outputs, seed) is not None,
+        strategy, lambda e: _failure(op, params, *e, sample, sample_outputs, seed) is not None,
         settings=settings)
   except hypothesis.errors.NoSuchExample:
     return None
-  return _failure(op, params, name, inputs, sample_outputs, seed)
+  return _failure(op, params, name, inputs, sample, sample_outputs, seed)
 
 
 _REPRO = '''"""The smallest input crossgrad's search found where the backward of {op!r} is not the

@@ -138,7 +138,8 @@ def derive(op: OpDef, inputs: Sequence[np.ndarray], scaled: bool = True) -> list
   return unique
 
 
-def _flat(outputs: Any) -> np.ndarray:
+def flat(outputs: Any) -> np.ndarray:
+  """The floating outputs as one float64 vector (complex ones as pairs of reals)."""
   parts = [np.ravel(compare.as_real(np.asarray(o, np.float64))) for o in
            validation.as_tuple(outputs) if compare.is_floating(np.asarray(o).dtype)]
   return np.concatenate(parts) if parts else np.zeros(0)
@@ -159,9 +160,9 @@ def kinked(reference: Any, op: OpDef, params: dict, variant: Variant, outputs: A
     moved = [x + sign * h * step[i] if i in step else x
              for i, x in enumerate(variant.inputs)]
     with np.errstate(all="ignore"):
-      return _flat(reference.vjp(op, *moved, **params)[0])
+      return flat(reference.vjp(op, *moved, **params)[0])
 
-  f0 = _flat(outputs)
+  f0 = flat(outputs)
   ahead, behind = (at(1.0) - f0) / h, (f0 - at(-1.0)) / h
   gap = finite_diff.norm(ahead - behind)
   noise = 100 * np.finfo(np.float64).eps * finite_diff.norm(f0) / h

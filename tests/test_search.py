@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import crossgrad as cg
+import test_engine_properties
 from crossgrad.checker import search
 from crossgrad.registry.ops import BUILTIN
 
@@ -147,3 +148,17 @@ def test_the_binary_searches_and_writes_a_repro(tmp_path):
 def test_a_bad_count_is_a_crossgrad_error(bad):
   with pytest.raises(cg.CrossgradError, match="search takes a count of examples"):
     cg.cross_check([SOFTPLUS_WRONG], backends=[], search=bad)
+
+
+@pytest.mark.parametrize("family", sorted(test_engine_properties.FAMILIES))
+def test_the_random_correct_families_give_no_failure(family):
+  """The engine property tests' correct ops (elementwise, broadcasting, reductions, matmul,
+  piecewise, sorting, inverses of well-conditioned matrices, logarithms, maxima, labels
+  read with axis=1): none is flagged at any example the search draws."""
+  for seed in range(3):
+    made = test_engine_properties.FAMILIES[family](np.random.default_rng([seed, 17]))
+    op = cg.OpDef(f"t_search_{family}_{seed}", made.forward, made.backward,
+                  sample=made.sample, nondiff=made.nondiff, check_inputs=made.check_inputs)
+    sample = [np.asarray(x, np.float64) if np.issubdtype(np.asarray(x).dtype, np.floating)
+              else np.asarray(x) for x in op.sample(np.random.default_rng(seed))]
+    assert search.smallest_failure(op, {}, sample, EXAMPLES, seed) is None, (family, seed)
