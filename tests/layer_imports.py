@@ -1,5 +1,5 @@
 """Bazel's layering check: imports every module of one package (the argument) in a target
-whose runfiles hold only that package's py_library and its deps (BUILD's ``layer_*``
+whose runfiles hold only that package's (or root module's) py_library and its deps (BUILD's ``layer_*``
 tests), so a module importing a package above its layer fails to import."""
 
 import importlib
@@ -9,7 +9,8 @@ import sys
 
 def main(package: str) -> None:
   root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)  # Unresolved.
-  modules = []
+  module_file = os.path.join(root, package + ".py")
+  modules = [f"crossgrad.{package}"] if os.path.isfile(module_file) else []
   for folder, _, files in os.walk(os.path.join(root, package)):
     parts = os.path.relpath(folder, root).split(os.sep)
     modules += [".".join(["crossgrad", *parts] + ([] if f == "__init__.py" else [f[:-3]]))

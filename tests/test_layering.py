@@ -125,6 +125,7 @@ ALLOWED = {
     "layers": {"registry", "api", "sparse"},
     "crossgrad": {"registry", "backends", "checker", "sparse", "api", "layers", "port"},
     "check": {"checker"},
+    "extend": {"registry", "backends", "checker"},
     "__main__": {"cli"},
     "tf1": {"registry", "backends", "checker", "cli", "api"},
     # The porting tool writes registry definitions and proves them with the checker.

@@ -23,6 +23,7 @@ from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Report, Row
 from crossgrad.checker.rows import setting
 from crossgrad.registry import validation
+from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
 
@@ -33,6 +34,39 @@ NOT_LINEAR = finite_diff.NOT_LINEAR
 LINEARITY = (Kind.IGNORES_COTANGENT, Kind.NOT_LINEAR_IN_COTANGENT)
 NUMERICAL = (Kind.CANCELLATION, Kind.ILL_CONDITIONED)  # Divergences that lose digits.
 MIN_SECONDS = 1.0  # The least time an op's diagnosis gets, however fast its rows were.
+
+
+# Diagnoses tried on each failing row before the built-in ones: ``explain(row, op)`` (``op``:
+# its `OpDef`, None where it is not among the checked ops) returns a `Diagnosis` or None.
+EXPLAINERS: list[Callable[[Row, OpDef | None], Diagnosis | None]] = [
+    lambda row, op: unsupported.diagnose(row)]
+
+
+def register_diagnosis(explain: Callable[[Row, OpDef | None], Diagnosis | None]):
+  """Adds ``explain`` to `EXPLAINERS`, after the others: a diagnosis kind of one's own
+  (its ``kind`` any string), tried on failing rows before the built-in diagnoses."""
+  if not callable(explain):
+    raise CrossgradError("a diagnosis is a function of a failing row and its op",
+                         argument="explain", expected="a callable (row, op) -> Diagnosis | None",
+                         actual=type(explain).__name__)
+  EXPLAINERS.append(explain)
+  return explain
+
+
+def unregister_diagnosis(explain: Callable[[Row, OpDef | None], Diagnosis | None]) -> None:
+  """Removes ``explain`` from `EXPLAINERS` (nothing if it is not there)."""
+  EXPLAINERS[:] = [e for e in EXPLAINERS if e is not explain]
+
+
+def _explained(rows: Sequence[Row], op: OpDef | None) -> dict[int, Diagnosis]:
+  """The rows an explainer of `EXPLAINERS` diagnoses (the first that does), by row id."""
+  found = {}
+  for row in rows:
+    diagnosis = next((d for explain in EXPLAINERS if (d := explain(row, op)) is not None),
+                     None)
+    if diagnosis is not None:
+      found[id(row)] = diagnosis
+  return found
 
 
 def diagnose(report: Report, ops: Sequence[OpDef], seed: int = 0,
@@ -46,7 +80,7 @@ def diagnose(report: Report, ops: Sequence[OpDef], seed: int = 0,
   by_name = {op.name: op for op in ops}
   found: dict[int, Diagnosis] = {}
   for (name, label), rows in _grouped(failing, lambda r: (r.op, r.params)).items():
-    explained = unsupported.diagnoses(rows)  # Read from the framework's message alone.
+    explained = _explained(rows, by_name.get(name))
     found.update(explained)
     rows = [r for r in rows if id(r) not in explained]
     op = by_name.get(name)

@@ -54,7 +54,7 @@ class Diagnosis:
   rows it explains; ``message``: one or two sentences saying what is wrong and what to do.
   """
 
-  kind: Kind
+  kind: Kind | str  # A `Kind`, or the name of a kind registered with `register_diagnosis`.
   message: str
   input: str | None = None
   factor: float | None = None
@@ -78,7 +78,9 @@ class Diagnosis:
   def from_dict(cls, data: dict[str, Any]) -> "Diagnosis":
     """The diagnosis `to_dict` gave (as JSON read back)."""
     names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{**{k: v for k, v in data.items() if k in names}, "kind": Kind(data["kind"])})
+    kind = data["kind"]
+    return cls(**{**{k: v for k, v in data.items() if k in names},
+                  "kind": Kind(kind) if kind in Kind.__members__.values() else kind})
 
 
 def _finite(value: Any) -> Any:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Sequence
-
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Row
 
@@ -67,6 +65,3 @@ def diagnose(row: Row) -> Diagnosis | None:
                    f"{rule.implement}", values={"mode": key, "impl": row.impl})
 
 
-def diagnoses(rows: Sequence[Row]) -> dict[int, Diagnosis]:
-  """The rows `RULES` explain, by row id."""
-  return {id(r): d for r in rows if (d := diagnose(r)) is not None}
