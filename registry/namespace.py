@@ -99,6 +99,9 @@ EXTENSIONS: dict[str, str] = {
     "unbroadcast": "unbroadcast(x, like, /): x summed over the axes along which like was "
                    "broadcast to x's shape, so the result has like's shape (the adjoint of "
                    "broadcast_to, for cotangents of broadcast inputs).",
+    "erf": "erf(x, /): the error function of real floating x, elementwise, in x's dtype: "
+           "2 / sqrt(pi) times the integral of exp(-t**2) from 0 to x (exact GELU is "
+           "x * (1 + erf(x / sqrt(2))) / 2).",
 }
 
 

@@ -115,7 +115,8 @@ def _documented(row_label: str) -> set[str]:
 
 
 def test_the_docs_list_every_torch_entry():
-  names = {"torch": set(), "Tensor": set(), "torch.nn.functional": set()}
+  names = {"torch": set(), "Tensor": set(), "torch.nn.functional": set(),
+           "torch.special": set()}
   for key, e in torch_table.TABLE.entries.items():
     if e.examples:  # Entries that refuse are not supported calls.
       group, _, name = key.rpartition(".")
@@ -123,3 +124,4 @@ def test_the_docs_list_every_torch_entry():
   assert _documented("`torch`") == names["torch"]
   assert _documented("Tensor methods and attributes") - {"mul_"} == names["Tensor"]
   assert _documented("`torch.nn.functional`") == names["torch.nn.functional"]
+  assert _documented("`torch.special`") == names["torch.special"]

@@ -22,6 +22,7 @@ UNARY = {
     "Cosh": "cosh", "Asin": "asin", "Acos": "acos", "Atan": "atan", "Asinh": "asinh",
     "Acosh": "acosh", "Atanh": "atanh", "Expm1": "expm1", "Log1p": "log1p",
     "IsFinite": "isfinite", "IsNan": "isnan", "IsInf": "isinf", "Rint": "round",
+    "Erf": "erf",
 }
 # Op type -> the xp function of two arrays.
 BINARY = {

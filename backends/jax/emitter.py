@@ -55,7 +55,8 @@ def _segment_sum(data, segment_ids, /, num_segments):
 xp = Namespace(NAME, jnp, extensions={
     "take": functools.partial(numpy_like.take, jnp, NAME), "segment_sum": _segment_sum,
     "segment_min": _segment_min, "one_hot": _one_hot,
-    "unbroadcast": functools.partial(numpy_like.unbroadcast, jnp)},
+    "unbroadcast": functools.partial(numpy_like.unbroadcast, jnp),
+    "erf": lambda x, /: jax.lax.erf(x)},
     overrides=array_api.FIXES)  # Where jax.numpy departs from the standard.
 
 

@@ -4,6 +4,7 @@ drives is `harness`)."""
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -65,6 +66,14 @@ def _info(numpy_info):
   return info
 
 
+_ERF = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is correctly rounded.
+
+
+def _erf(x, /):
+  x = np.asarray(x)
+  return np.asarray(_ERF(x), np.float64).astype(x.dtype)
+
+
 def _clip(x, /, min=None, max=None):  # pylint: disable=redefined-builtin
   return np.clip(x, min, max)
 
@@ -76,7 +85,7 @@ xp = Namespace(
         "segment_sum": _segment("segment_sum", np.add.at, lambda dtype: 0),
         "segment_min": _segment("segment_min", np.minimum.at, _largest),
         "one_hot": _one_hot,
-        "unbroadcast": functools.partial(numpy_like.unbroadcast, np)},
+        "unbroadcast": functools.partial(numpy_like.unbroadcast, np), "erf": _erf},
     overrides={"argsort": _argsort, "sort": _sort, "iinfo": _info(np.iinfo), "clip": _clip,
                "finfo": functools.partial(numpy_like.finfo, _info(np.finfo))})
 

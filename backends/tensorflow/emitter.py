@@ -118,6 +118,7 @@ xp = Namespace(NAME, array_api, extensions={
     "one_hot": lambda x, num_classes, /, *, dtype: tf.one_hot(
         x, num_classes, on_value=_const(1, dtype), off_value=_const(0, dtype), dtype=dtype),
     "unbroadcast": _unbroadcast,
+    "erf": lambda x, /: tf.math.erf(x),
 })
 array_object.use_namespace(xp)
 

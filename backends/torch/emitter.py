@@ -121,6 +121,10 @@ def _one_hot(x, num_classes, /, *, dtype):
   return (x.unsqueeze(-1) == torch.arange(num_classes, device=x.device)).to(as_dtype(dtype))
 
 
+def _erf(x, /):
+  return torch.special.erf(_tensor(x))
+
+
 def _unbroadcast(x, like, /):
   x = _tensor(x)
   if x.shape == like.shape:  # Nothing was broadcast: no kernel.
@@ -175,7 +179,8 @@ STANDARD = FUNCTIONS + CONSTANTS + tuple(_DTYPES)
 
 _OWN = {
     "take": _take, "segment_sum": _segment_sum, "segment_min": _segment_min,
-    "one_hot": _one_hot, "unbroadcast": _unbroadcast, "astype": _astype,
+    "one_hot": _one_hot, "unbroadcast": _unbroadcast, "erf": _erf,
+    "astype": _astype,
     "zeros": _creation(compat.zeros), "ones": _creation(compat.ones),
     "empty": _creation(compat.empty), "full": _full, "arange": _arange, "asarray": _asarray,
     "cumulative_sum": _cumulative_sum, "concat": _concat,

@@ -153,10 +153,11 @@ def _norm(x: Arg, ord: Arg, axis: Arg, keepdims: Arg) -> str:  # pylint: disable
 
 
 def _gelu(x: Arg, approximate: Arg) -> str:
-  if approximate.src not in ("True", ""):
-    raise Refused("gelu(approximate=False) needs erf, which the op language has no "
-                  "function for")
-  return f"(0.5 * {x} * (1.0 + xp.tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3))))"
+  if approximate.src in ("True", ""):
+    return f"(0.5 * {x} * (1.0 + xp.tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3))))"
+  if approximate.src != "False":
+    raise Refused(f"gelu with approximate={approximate} has no translation")
+  return f"(0.5 * {x} * (1.0 + xp.erf({x} * 0.7071067811865476)))"
 
 
 def _one_hot(x: Arg, num_classes: Arg, dtype: Arg, axis: Arg) -> str:
@@ -268,7 +269,8 @@ LAX_ENTRIES: dict[str, Entry] = {
     **{k: _unary(v, "x") for k, v in {
         "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "tanh": "tanh",
         "sin": "sin", "cos": "cos", "sqrt": "sqrt", "abs": "abs", "sign": "sign",
-        "neg": "negative", "floor": "floor", "ceil": "ceil", "square": "square"}.items()},
+        "neg": "negative", "floor": "floor", "ceil": "ceil", "square": "square",
+        "erf": "erf"}.items()},
     "rsqrt": entry("x", "(1.0 / xp.sqrt({x}))", examples=("p",)),
     "logistic": entry("x", "(1.0 / (1.0 + xp.exp(-{x})))", examples=("x",)),
     **{k: _binary(t, "x, y") for k, t in {
@@ -302,7 +304,7 @@ NN_ENTRIES: dict[str, Entry] = {
     "leaky_relu": entry("x, negative_slope=0.01",
                         "xp.where({x} >= 0, {x}, {negative_slope} * {x})",
                         examples=("x", "x, 0.2")),
-    "gelu": entry("x, approximate=True", _gelu, examples=("x",)),
+    "gelu": entry("x, approximate=True", _gelu, examples=("x", "x, approximate=False")),
     "softmax": _softmax(log=False), "log_softmax": _softmax(log=True),
     "logsumexp": entry("a, axis=None, b=None, keepdims=False, return_sign=False, "
                        "where=None", _logsumexp,
@@ -353,6 +355,7 @@ TABLE = Table(
         **{f"{LAX}.{k}": v for k, v in LAX_ENTRIES.items()},
         **{f"{NN}.{k}": v for k, v in NN_ENTRIES.items()},
         "jax.scipy.special.logsumexp": NN_ENTRIES["logsumexp"],
+        "jax.scipy.special.erf": LAX_ENTRIES["erf"],
         "jax.lax.stop_gradient": LAX_ENTRIES["stop_gradient"],
         "jax.stop_gradient": LAX_ENTRIES["stop_gradient"],
         **{f"Array.{k}": v for k, v in METHODS.items()},

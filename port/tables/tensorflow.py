@@ -33,7 +33,7 @@ OP_TYPES: dict[str, str] = {
         "IsNan": ("math.is_nan",), "IsInf": ("math.is_inf",),
         "Sigmoid": ("sigmoid", "math.sigmoid", "nn.sigmoid"),
         "Reciprocal": ("math.reciprocal",), "Rsqrt": ("math.rsqrt",),
-        "LogicalNot": ("logical_not", "math.logical_not"),
+        "LogicalNot": ("logical_not", "math.logical_not"), "Erf": ("math.erf",),
     }.items() for n in names},
     "nn.relu": "Relu",
     **{n: t for t, names in {
@@ -118,6 +118,16 @@ def _logsumexp(input_tensor: Arg, axis: Arg, keepdims: Arg, name: Arg) -> str:
   return f"({total} if {keepdims} else {squeezed})"
 
 
+def _gelu(features: Arg, approximate: Arg, name: Arg) -> str:
+  del name
+  x = features
+  if approximate.src in ("False", ""):
+    return f"(0.5 * {x} * (1.0 + xp.erf({x} * 0.7071067811865476)))"
+  if approximate.src != "True":
+    raise Refused(f"gelu with approximate={approximate} has no translation")
+  return f"(0.5 * {x} * (1.0 + xp.tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3))))"
+
+
 def _like(fill: str):
   def render(input: Arg, dtype: Arg, name: Arg) -> str:  # pylint: disable=redefined-builtin
     return f"xp.{fill}({input})" if dtype.is_none else f"xp.{fill}({input}, dtype={dtype})"
@@ -161,6 +171,8 @@ _CLIP = op_xp.expression("Maximum", op_xp.expression("Minimum", "{t}", "{clip_va
                          "{clip_value_min}")  # TF's clip_by_value: Minimum, then Maximum.
 
 OWN: dict[str, Entry] = {
+    "nn.gelu": entry("features, approximate=False, name=None", _gelu,
+                     examples=("x", "x, approximate=True")),
     "identity": entry("input, name=None", "{input}", returns=VIEW, examples=("x",)),
     "clip_by_value": entry("t, clip_value_min, clip_value_max, name=None", _CLIP,
                            examples=("x, -0.5, 0.5", "x, y, 1.0")),
@@ -235,7 +247,6 @@ OWN: dict[str, Entry] = {
     "one_hot": entry("indices, depth, on_value=None, off_value=None, axis=None, "
                      "dtype=None, name=None", _one_hot, examples=("i, 3",)),
     "stop_gradient": refusal(STOP_GRADIENT),
-    "math.erf": refusal("erf has no function in the op language"),
     "gather": refusal("tf.gather raises on out-of-range indices on CPU (zeros on GPU): "
                       "write it with xp.take, whose rule is zeros everywhere"),
     "einsum": entry("equation, *inputs, name=None", lambda equation, inputs, name: einsum(equation, inputs),

@@ -169,11 +169,12 @@ def _hardtanh(input: Arg, min_val: Arg, max_val: Arg, inplace: Arg) -> str:
 
 
 def _gelu(input: Arg, approximate: Arg) -> str:
-  if approximate.src != "'tanh'":
-    raise Refused("gelu needs erf, which the op language has no function for (use "
-                  "approximate='tanh')")
   x = input
-  return (f"(0.5 * {x} * (1.0 + xp.tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3))))")
+  if approximate.src == "'tanh'":
+    return f"(0.5 * {x} * (1.0 + xp.tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3))))"
+  if approximate.src not in ("'none'", ""):
+    raise Refused(f"gelu with approximate={approximate} has no translation")
+  return f"(0.5 * {x} * (1.0 + xp.erf({x} * 0.7071067811865476)))"
 
 
 def _normalize(input: Arg, p: Arg, dim: Arg, eps: Arg, out: Arg) -> str:
@@ -232,7 +233,7 @@ _UNARY = {"exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "log2"
           "floor": "floor", "ceil": "ceil", "round": "round", "trunc": "trunc",
           "neg": "negative", "negative": "negative", "reciprocal": "reciprocal",
           "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
-          "signbit": "signbit"}
+          "signbit": "signbit", "erf": "erf"}
 _BINARY = {"maximum": "maximum", "minimum": "minimum", "atan2": "atan2",
            "logical_and": "logical_and", "logical_or": "logical_or",
            "logical_xor": "logical_xor", "logaddexp": "logaddexp", "hypot": "hypot",
@@ -322,7 +323,6 @@ SHARED: dict[str, Entry] = {
                   examples=("x", "x, dim=0")),
     "norm": entry("input, p='fro', dim=None, keepdim=False, dtype=None", _norm,
                   examples=("x", "x, dim=1", "x, 1, 0, True")),
-    "erf": refusal("erf has no function in the op language"),
 }
 
 # torch.NAME only.
@@ -459,7 +459,8 @@ FUNCTIONAL: dict[str, Entry] = {
                       examples=("x * 2", "x, -0.5, 0.5")),
     "logsigmoid": entry("input", "(-xp.logaddexp(xp.zeros_like({input}), -{input}))",
                         examples=("x",)),
-    "gelu": entry("input, approximate='none'", _gelu, examples=("x, approximate='tanh'",)),
+    "gelu": entry("input, approximate='none'", _gelu,
+                  examples=("x", "x, approximate='tanh'")),
     "softmax": SHARED["softmax"],
     "log_softmax": SHARED["log_softmax"],
     "normalize": entry("input, p=2.0, dim=1, eps=1e-12, out=None", _normalize,
@@ -475,6 +476,7 @@ TABLE = Table(
         **{f"torch.{k}": v for k, v in {**SHARED, **FUNCTIONS}.items()},
         **{f"Tensor.{k}": v for k, v in {**SHARED, **METHODS}.items()},
         **{f"{F}.{k}": v for k, v in FUNCTIONAL.items()},
+        "torch.special.erf": SHARED["erf"],
     },
     constants={**{f"torch.{k}": f"xp.{v}" for k, v in _DTYPES.items()},
                "torch.pi": "math.pi", "torch.inf": "math.inf", "torch.nan": "math.nan",

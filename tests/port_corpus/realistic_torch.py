@@ -1,6 +1,6 @@
 """torch.autograd.Function definitions of the kinds model code holds: quantizers,
 activations with hand-written backwards, norms, losses, a linear layer (a realistic
-corpus for crossgrad-port: 12 definitions, one with a real backward bug)."""
+corpus for crossgrad-port: 13 definitions, one with a real backward bug)."""
 
 import math
 
@@ -138,6 +138,22 @@ class FusedBiasGelu(Function):
     return grad_z, grad_z.sum(dim=0)
 
 
+class GeluErf(Function):
+  """Exact GELU, x * Phi(x) with Phi from torch.erf, and its derivative Phi + x * phi."""
+
+  @staticmethod
+  def forward(ctx, x):
+    ctx.save_for_backward(x)
+    return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+  @staticmethod
+  def backward(ctx, grad_output):
+    (x,) = ctx.saved_tensors
+    cdf = 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+    pdf = torch.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    return grad_output * (cdf + x * pdf)
+
+
 class RMSNormFunction(Function):
   """x * rsqrt(mean(x^2) + eps) * weight; the inverse rms saved, eps on ctx."""
 
@@ -251,6 +267,7 @@ SAMPLES = {
     "SafeNorm": lambda rng: (_floats(rng, 5, 3),),
     "LinearFunction": lambda rng: (_floats(rng, 4, 3), _floats(rng, 2, 3), _floats(rng, 2)),
     "FusedBiasGelu": lambda rng: (_floats(rng, 4, 6), _floats(rng, 6)),
+    "GeluErf": lambda rng: (_floats(rng, 3, 5) * 2,),
     "RMSNormFunction": lambda rng: (_floats(rng, 3, 8), 1 + 0.1 * _floats(rng, 8), 1e-6),
     "SoftmaxCrossEntropyLoss": lambda rng: (_floats(rng, 4, 5), _one_hot(rng, 4, 5)),
     "MaxWithIndex": lambda rng: (_floats(rng, 3, 6),),
@@ -260,6 +277,6 @@ SAMPLES = {
 GRADIENTS = {
     "SignSTE": "surrogate", "FakeQuantize": "surrogate", "GradientReversal": "surrogate",
     "MishFunction": "exact", "SafeNorm": "exact", "LinearFunction": "exact",
-    "FusedBiasGelu": "exact", "RMSNormFunction": "exact", "SoftmaxCrossEntropyLoss": "exact",
+    "FusedBiasGelu": "exact", "GeluErf": "exact", "RMSNormFunction": "exact", "SoftmaxCrossEntropyLoss": "exact",
     "MaxWithIndex": "exact", "SmoothL1": "exact", "StableLogSigmoid": "exact",
 }
