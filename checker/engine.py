@@ -186,12 +186,10 @@ def cross_check(
       `UNSUPPORTED_CHECKS`), gets ``skipped`` rows saying so.
     seed: seeds the sampled inputs, cotangents and finite-difference directions.
     progress: called with a line of text as each group of checks starts.
-    inputs: arrays to check every op with instead of its ``sample`` (e.g. one op at a
-      chosen size).
-    tolerance: relative tolerance of the comparison rows: None or "default" (per dtype,
-      `compare.TOLERANCE`), a number, or "bitwise": identical bits across backends,
-      modes and devices (NaN matches NaN); a row then names the first element that
-      differs.
+    inputs: arrays to check every op with instead of its ``sample``.
+    tolerance: of the comparison rows: None or "default" (per dtype, `compare.TOLERANCE`),
+      a number, or "bitwise" (identical bits across backends, modes and devices; NaN
+      matches NaN): a row then names the first element that differs.
     special: compare every setting on special values too (``special`` rows): True or
       "advisory" (default: differences only at special elements, or a framework raising
       there, are advisory rows that pass; `special_values`), "strict" (they fail), False
@@ -200,9 +198,8 @@ def cross_check(
       in full float32 precision, no TF32 or bfloat16 passes, for the check only: each
       backend's `precision_scope`) or "framework" (the frameworks' own defaults, to measure
       them).
-    determinism: also run every backend, device and mode a second time and compare the two
-      bit for bit (``determinism`` rows: nondeterministic gradients, e.g. GPU scatter-adds).
-      Off by default: it doubles the time of the forward and vjp rows.
+    determinism: run every backend, device and mode twice, compared bit for bit
+      (``determinism`` rows: GPU scatter-adds); it doubles the forward and vjp rows' time.
     units: run only these units of work (`work_units`; default all): one shard of a
       check split across processes (`crossgrad.checker.shards`).
     impls: "emitted" and kernels' names (docs/kernels.md) to check; default all of them.

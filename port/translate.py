@@ -351,16 +351,18 @@ class _Translator(ast.NodeTransformer):
 
   def __init__(self, scope: Scope):
     self.scope = scope
-    self._array_nodes: set[int] = set()
-    self._view_nodes: set[int] = set()
+    # By id, each holding its node: a node dropped from the tree must not free its id for
+    # a new node to be mistaken for it.
+    self._array_nodes: dict[int, ast.AST] = {}
+    self._view_nodes: dict[int, ast.AST] = {}
 
   # Bookkeeping.
 
   def mark(self, node: ast.expr, array: bool, view: bool = False) -> ast.expr:
     if array:
-      self._array_nodes.add(id(node))
+      self._array_nodes[id(node)] = node
     if view:
-      self._view_nodes.add(id(node))
+      self._view_nodes[id(node)] = node
     return node
 
   def is_array(self, node: ast.AST) -> bool:
