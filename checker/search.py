@@ -45,12 +45,13 @@ LONGEST = 6  # The longest axis drawn: examples stay small enough for a Jacobian
 
 @dataclasses.dataclass(frozen=True)
 class Found:
-  """The smallest failing example: its inputs, how it was made (``name``), its fd row and
-  the diagnosis there (never None: an example without one is not a failure)."""
+  """The smallest failing example: its inputs, how it was made (``name``), its failing fd
+  row (None where the backward raised) and the diagnosis there (never None: an example
+  without one is not a failure)."""
 
   name: str
   inputs: list[np.ndarray]
-  fd: Row
+  fd: Row | None
   diagnosis: Diagnosis
 
 
