@@ -226,6 +226,16 @@ def einsum(equation: Arg, operands: Arg) -> str:
       product if len(factors) == 1 else f"({product})")
 
 
+def gelu(x: Arg, approximate: Arg, tanh: tuple[str, ...], exact: tuple[str, ...]) -> str:
+  """GELU of ``x``: its tanh form where ``approximate`` is written as one of ``tanh``, the
+  exact one (with ``xp.erf``) where as one of ``exact`` ("" where it is left out)."""
+  if approximate.src in tanh:
+    return f"(0.5 * {x} * (1.0 + xp.tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3))))"
+  if approximate.src in exact:
+    return f"(0.5 * {x} * (1.0 + xp.erf({x} * 0.7071067811865476)))"
+  raise Refused(f"gelu with approximate={approximate} has no translation")
+
+
 EINSUM_EXAMPLES = ('"ij,jk->ik", x, w', '"bij,jk->bik", b, w', '"ij,ij->i", x, y',
                    '"ij->ji", x', '"i,j->ij", v, v', '"ij,j", x, v', '"ij,ij->", x, y')
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from crossgrad.port.translate import (EINSUM_EXAMPLES, EXTENSION, HOST_READ, PYTHON, RANDOM,
                                       STOP_GRADIENT, VALUE_FLOW, VIEW, Arg, Entry, Refused,
-                                      Table, einsum, entry, refusal)
+                                      Table, einsum, entry, gelu, refusal)
 
 NP, LAX, NN = "jax.numpy", "jax.lax", "jax.nn"
 
@@ -150,14 +150,6 @@ def _norm(x: Arg, ord: Arg, axis: Arg, keepdims: Arg) -> str:  # pylint: disable
   if not ord.is_none and ord.src not in ("2", "2.0"):
     raise Refused(f"norm with ord={ord} has no translation (only the 2-norm)")
   return f"xp.linalg.vector_norm({x}, axis={axis}, keepdims={keepdims})"
-
-
-def _gelu(x: Arg, approximate: Arg) -> str:
-  if approximate.src in ("True", ""):
-    return f"(0.5 * {x} * (1.0 + xp.tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3))))"
-  if approximate.src != "False":
-    raise Refused(f"gelu with approximate={approximate} has no translation")
-  return f"(0.5 * {x} * (1.0 + xp.erf({x} * 0.7071067811865476)))"
 
 
 def _one_hot(x: Arg, num_classes: Arg, dtype: Arg, axis: Arg) -> str:
@@ -304,7 +296,8 @@ NN_ENTRIES: dict[str, Entry] = {
     "leaky_relu": entry("x, negative_slope=0.01",
                         "xp.where({x} >= 0, {x}, {negative_slope} * {x})",
                         examples=("x", "x, 0.2")),
-    "gelu": entry("x, approximate=True", _gelu, examples=("x", "x, approximate=False")),
+    "gelu": entry("x, approximate=True", lambda x, approximate: gelu(
+        x, approximate, tanh=("True", ""), exact=("False",)), examples=("x", "x, approximate=False")),
     "softmax": _softmax(log=False), "log_softmax": _softmax(log=True),
     "logsumexp": entry("a, axis=None, b=None, keepdims=False, return_sign=False, "
                        "where=None", _logsumexp,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from crossgrad.port.translate import (EINSUM_EXAMPLES, EXTENSION, HOST_READ, PYTHON, RANDOM,
                                       STOP_GRADIENT, VIEW, Arg, Entry, Refused, Table, einsum,
-                                      entry, refusal)
+                                      entry, gelu, refusal)
 from crossgrad.tf1 import op_xp
 
 TF = "tensorflow"
@@ -118,16 +118,6 @@ def _logsumexp(input_tensor: Arg, axis: Arg, keepdims: Arg, name: Arg) -> str:
   return f"({total} if {keepdims} else {squeezed})"
 
 
-def _gelu(features: Arg, approximate: Arg, name: Arg) -> str:
-  del name
-  x = features
-  if approximate.src in ("False", ""):
-    return f"(0.5 * {x} * (1.0 + xp.erf({x} * 0.7071067811865476)))"
-  if approximate.src != "True":
-    raise Refused(f"gelu with approximate={approximate} has no translation")
-  return f"(0.5 * {x} * (1.0 + xp.tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3))))"
-
-
 def _like(fill: str):
   def render(input: Arg, dtype: Arg, name: Arg) -> str:  # pylint: disable=redefined-builtin
     return f"xp.{fill}({input})" if dtype.is_none else f"xp.{fill}({input}, dtype={dtype})"
@@ -171,7 +161,9 @@ _CLIP = op_xp.expression("Maximum", op_xp.expression("Minimum", "{t}", "{clip_va
                          "{clip_value_min}")  # TF's clip_by_value: Minimum, then Maximum.
 
 OWN: dict[str, Entry] = {
-    "nn.gelu": entry("features, approximate=False, name=None", _gelu,
+    "nn.gelu": entry("features, approximate=False, name=None",
+                     lambda features, approximate, name: gelu(
+                         features, approximate, tanh=("True",), exact=("False", "")),
                      examples=("x", "x, approximate=True")),
     "identity": entry("input, name=None", "{input}", returns=VIEW, examples=("x",)),
     "clip_by_value": entry("t, clip_value_min, clip_value_max, name=None", _CLIP,

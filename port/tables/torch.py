@@ -9,7 +9,7 @@ that is not 1 alone, ``max(input, dim)`` is ``(values, indices)``.
 from __future__ import annotations
 
 from crossgrad.port.translate import (EINSUM_EXAMPLES, HOST_READ, PYTHON, RANDOM, VIEW, Arg,
-                                      Entry, Refused, Table, einsum, entry, refusal)
+                                      Entry, Refused, Table, einsum, entry, gelu, refusal)
 
 F = "torch.nn.functional"
 
@@ -166,15 +166,6 @@ def _activation(template: str):
 def _hardtanh(input: Arg, min_val: Arg, max_val: Arg, inplace: Arg) -> str:
   _no_inplace(inplace)
   return f"xp.clip({input}, min={min_val}, max={max_val})"
-
-
-def _gelu(input: Arg, approximate: Arg) -> str:
-  x = input
-  if approximate.src == "'tanh'":
-    return f"(0.5 * {x} * (1.0 + xp.tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3))))"
-  if approximate.src not in ("'none'", ""):
-    raise Refused(f"gelu with approximate={approximate} has no translation")
-  return f"(0.5 * {x} * (1.0 + xp.erf({x} * 0.7071067811865476)))"
 
 
 def _normalize(input: Arg, p: Arg, dim: Arg, eps: Arg, out: Arg) -> str:
@@ -459,7 +450,8 @@ FUNCTIONAL: dict[str, Entry] = {
                       examples=("x * 2", "x, -0.5, 0.5")),
     "logsigmoid": entry("input", "(-xp.logaddexp(xp.zeros_like({input}), -{input}))",
                         examples=("x",)),
-    "gelu": entry("input, approximate='none'", _gelu,
+    "gelu": entry("input, approximate='none'", lambda input, approximate: gelu(
+        input, approximate, tanh=("'tanh'",), exact=("'none'", "")),
                   examples=("x", "x, approximate='tanh'")),
     "softmax": SHARED["softmax"],
     "log_softmax": SHARED["log_softmax"],
