@@ -38,8 +38,7 @@ MIN_SECONDS = 1.0  # The least time an op's diagnosis gets, however fast its row
 
 # Diagnoses tried on each failing row before the built-in ones: ``explain(row, op)`` (``op``:
 # its `OpDef`, None where it is not among the checked ops) returns a `Diagnosis` or None.
-EXPLAINERS: list[Callable[[Row, OpDef | None], Diagnosis | None]] = [
-    lambda row, op: unsupported.diagnose(row)]
+EXPLAINERS: list[Callable[[Row, OpDef | None], Diagnosis | None]] = [unsupported.diagnose]
 
 
 def register_diagnosis(explain: Callable[[Row, OpDef | None], Diagnosis | None]):

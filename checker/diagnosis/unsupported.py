@@ -12,6 +12,7 @@ import dataclasses
 import re
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Row
+from crossgrad.registry.opdef import OpDef
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,8 +48,10 @@ def _mode_key(row: Row) -> str:
   return str(row.check) if row.check in (Check.JVP, Check.SECOND_ORDER) else row.mode
 
 
-def diagnose(row: Row) -> Diagnosis | None:
-  """``unsupported`` for a row whose note is a message of `RULES`, else None."""
+def diagnose(row: Row, op: OpDef | None = None) -> Diagnosis | None:
+  """``unsupported`` for a row whose note is a message of `RULES`, else None (from the
+  message alone: ``op`` is not needed)."""
+  del op
   rule = next((r for r in RULES if r.backend == row.backend and r.pattern.search(row.note)),
               None)
   if rule is None:
