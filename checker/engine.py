@@ -25,7 +25,7 @@ from typing import Any, Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
-from crossgrad.checker import (compare, finite_diff, higher_order, implementations,
+from crossgrad.checker import (compare, finite_diff, higher_order, implementations, overflow,
                                round_trips, search as search_lib, selection, special_values,
                                variants as variants_lib)
 from crossgrad.checker import rows as row_kinds
@@ -367,7 +367,9 @@ def _target(op, params, inputs, numpy_dtype: np.dtype, reference, modules,
   bitwise = settings.tolerance == compare.BITWISE
   tolerance = compare.tolerance_for(dtype, settings.tolerance)
   strict = settings.special == "strict"
-  case, rows = None, []
+  rows = [r for r in [overflow.row(context, op, params, inputs, cotangent, ref_outputs,
+                                    ref_cts, reference)] if r is not None]
+  case = None
   complex_case = any(np.iscomplexobj(x) for x in (*inputs, *ref_outputs))
   if settings.special and modules and not complex_case:
     try:

@@ -18,7 +18,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from crossgrad.checker import compare, engine, finite_diff
-from crossgrad.checker.diagnosis import backward, divergence, unsupported, variant_causes
+from crossgrad.checker.diagnosis import (backward, divergence, overflowing, unsupported,
+                                         variant_causes)
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Report, Row
 from crossgrad.checker.rows import setting
@@ -125,6 +126,8 @@ def _op_causes(op: OpDef, label: str, rows: list[Row], seed: int,
   except Exception:  # pylint: disable=broad-except  # The sample row says why.
     return {}
   found = _shape_cause(op, label, params, inputs, rows)
+  found.update(_overflow_cause(op, label, params, inputs,
+                               [r for r in rows if id(r) not in found], seed))
   found.update(_backward_cause(op, label, params, inputs,
                                [r for r in rows if id(r) not in found], seed, in_time))
   return _found_or_diverging(op, label, params, inputs, rows, found, seed, in_time)
@@ -174,6 +177,25 @@ def _shape_cause(op: OpDef, label: str, params: dict, inputs,
     return {}
   found = dataclasses.replace(found, cause=_cause_id(op.name, label, found))
   return {id(r): found for r in shaped}
+
+
+def _overflow_cause(op: OpDef, label: str, params: dict, inputs, rows: list[Row],
+                    seed: int) -> dict[int, Diagnosis]:
+  """Per dtype with a failing ``finite`` row, the call that loses the value there
+  (`overflowing`): it explains that row and the dtype's rows that got NaN or inf."""
+  found = {}
+  for dtype in {r.dtype for r in rows if r.check == Check.FINITE}:
+    try:
+      lost = overflowing.diagnose(op, params, inputs, dtype, seed,
+                                  engine._random_like)  # pylint: disable=protected-access
+    except Exception:  # pylint: disable=broad-except  # Left to the others.
+      continue
+    if lost is None:
+      continue
+    lost = dataclasses.replace(lost, cause=_cause_id(op.name, label, lost))
+    found.update({id(r): lost for r in rows if r.dtype == dtype and (
+        r.check == Check.FINITE or "NaN" in r.note or "inf" in r.note)})
+  return found
 
 
 def _backward_cause(op: OpDef, label: str, params: dict, inputs, rows: list[Row], seed: int,
