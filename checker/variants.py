@@ -107,20 +107,23 @@ def _per_input(op: OpDef, inputs: Sequence[np.ndarray]) -> list[Variant]:
   return found
 
 
-def _batch_of_one(op: OpDef, inputs: Sequence[np.ndarray]) -> list[Variant]:
+def _batches(op: OpDef, inputs: Sequence[np.ndarray]) -> list[Variant]:
+  """A batch of 1 and of 0: every input whose leading axis has the first differentiable
+  input's size cut to its first slice, or to none."""
   first = next((inputs[i] for i in op.diff_argnums if inputs[i].ndim), None)
-  if first is None or first.shape[0] < 2:
+  if first is None or not first.shape[0]:
     return []
   size = first.shape[0]
-  cut = [x[:1] if x.ndim and x.shape[0] == size else x for x in inputs]
-  return [Variant(f"batch of 1 (of {size})", cut, "batch")]
+  return [Variant(f"batch of {n} (of {size})",
+                  [x[:n] if x.ndim and x.shape[0] == size else x for x in inputs], "batch")
+          for n in (1, 0) if n < size]
 
 
 def derive(op: OpDef, inputs: Sequence[np.ndarray], scaled: bool = True) -> list[Variant]:
   """The variants of ``inputs`` (the sample), in order, each set of shapes once (the first
   name kept); ``scaled``: with the scaled values."""
   inputs = [np.asarray(x) for x in inputs]
-  found = _batch_of_one(op, inputs) + _per_input(op, inputs)
+  found = _batches(op, inputs) + _per_input(op, inputs)
   if len(inputs) > 1:
     found += [Variant(f"all inputs: extra leading axis of {n}",
                       [np.stack([x] * n) for x in inputs], "leading") for n in (1, COPIES)]

@@ -194,14 +194,14 @@ def test_derived_variants_are_named_by_what_they_change():
   op = cg.OpDef("t_variants_names", _bias_forward, CASES["bias_tanh"][1])
   names = [v.name for v in variants.derive(op, [np.zeros((4, 3)), np.zeros(3)])]
   assert names == [
-      "batch of 1 (of 4)", "x: (4, 3) -> (4, 1)", "x: (4, 3) -> (3,)", "x: (4, 3) -> (4,)",
+      "batch of 1 (of 4)", "batch of 0 (of 4)", "x: (4, 3) -> (4, 1)", "x: (4, 3) -> (3,)", "x: (4, 3) -> (4,)",
       "x: (4, 3) -> (1, 4, 3)", "x: (4, 3) -> (2, 4, 3)", "bias: (3,) -> (1,)",
       "bias: (3,) -> ()", "bias: (3,) -> (1, 3)", "bias: (3,) -> (2, 3)",
       "all inputs: extra leading axis of 1", "all inputs: extra leading axis of 2",
       "values x10", "values x100"]  # x: (4, 3) -> (1, 3) is the batch of 1, named once.
   log_softmax = cg.OpDef("t_variants_one", _log_softmax_forward, CASES["log_softmax"][1])
   assert [v.name for v in variants.derive(log_softmax, [np.zeros((4, 5))])] == [
-      "batch of 1 (of 4)", "x: (4, 5) -> (1, 4, 5)", "x: (4, 5) -> (2, 4, 5)", "values x10",
+      "batch of 1 (of 4)", "batch of 0 (of 4)", "x: (4, 5) -> (1, 4, 5)", "x: (4, 5) -> (2, 4, 5)", "values x10",
       "values x100"]  # One input: no other it could broadcast against.
 
 

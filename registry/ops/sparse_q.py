@@ -40,18 +40,18 @@ def _forward(xp, M, ground_state, h_out, dst):
   # row lands (so the entry is that row exactly), 0 on padding rows.
   weight = xp.reshape(xp.astype(live, M.dtype) - xp.reshape(count, (rows, kk)), (rows * kk, 1))
   q = landed + weight * ground_state
-  return xp.reshape(q, (rows, kk * n_in)), (entries, live, a)
+  return xp.reshape(q, (rows, kk * n_in)), (entries, live, (a, kk, n_in))
 
 
 def _backward(xp, residuals, g):
-  entries, live, a = residuals
-  rows, kk = live.shape[0], entries.shape[0] // a
-  by_entry = xp.reshape(g, (rows * kk, -1))
-  picked = xp.reshape(xp.take(by_entry, entries, axis=0), (a, kk, -1))
+  entries, live, (a, kk, n_in) = residuals  # Sizes, not -1: M may have no rows.
+  rows = live.shape[0]
+  by_entry = xp.reshape(g, (rows * kk, n_in))
+  picked = xp.reshape(xp.take(by_entry, entries, axis=0), (a, kk, n_in))
   d_m = xp.sum(picked, axis=1)
   # sparse_cnn's d ground_state: the total of dQ over live rows minus the active parts.
   total = xp.sum(xp.where(live, g, 0.0), axis=0)  # A select: padding rows give 0.
-  d_ground = xp.sum(xp.reshape(total, (kk, -1)), axis=0) - xp.sum(d_m, axis=0)
+  d_ground = xp.sum(xp.reshape(total, (kk, n_in)), axis=0) - xp.sum(d_m, axis=0)
   return d_m, d_ground, None, None
 
 
