@@ -311,3 +311,24 @@ def test_a_leading_axis_the_op_does_not_act_on_is_skipped_not_failed():
   loss = lambda zz: float(np.sum(cg.numpy.vjp(rows, zz, label)[0] * g))
   numeric = (loss(z + 1e-6 * step) - loss(z - 1e-6 * step)) / 2e-6
   assert abs(numeric - float(np.sum(vjp_fn(g)[0] * step))) > 1e-3 * abs(numeric)
+
+
+def _flatten(xp, x):
+  return xp.reshape(x, (x.shape[0], x.shape[1] * x.shape[2])), (x,)
+
+
+def test_a_batch_of_zero_catches_a_reshape_that_infers_an_axis():
+  """``reshape(g, (n, -1, c))`` cannot infer the axis of a batch of 0; ``x.shape`` can."""
+  sample = lambda rng: (rng.standard_normal((4, 2, 3)),)
+  inferred = cg.OpDef("t_flatten_inferred", _flatten,
+                      lambda xp, r, g: (xp.reshape(g, (g.shape[0], -1, r[0].shape[2])),),
+                      sample=sample)
+  assert cg.cross_check([inferred], backends=[], variants="none").ok
+  report = causes.diagnose(cg.cross_check([inferred], backends=[]), [inferred])
+  (row,) = report.failures
+  assert (row.variant, row.diagnosis.kind) == ("batch of 0 (of 4)", "raised")
+  assert "cannot reshape" in row.diagnosis.message
+  exact = cg.OpDef("t_flatten_exact", _flatten, lambda xp, r, g: (xp.reshape(g, r[0].shape),),
+                   sample=sample)
+  report = cg.cross_check([exact], backends=[])
+  assert report.ok and "batch of 0 (of 4)" in {r.variant for r in report.rows}
