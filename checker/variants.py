@@ -28,8 +28,9 @@ from crossgrad.registry.opdef import OpDef
 
 POLICIES = ("default", "all", "none")
 # What a variant changes: an axis of one input (size 1, dropped), a leading axis (one input,
-# all), the batch, the values, the cotangents (zeros: `rows.variant_rows`).
-FAMILIES = ("axis", "leading", "batch", "scale", "cotangent")
+# all), the batch, the values, the cotangents (zeros: `rows.variant_rows`), the memory
+# layout a backend gives the sample (`protocol.Capabilities.LAYOUTS`).
+FAMILIES = ("axis", "leading", "batch", "scale", "cotangent", "layout")
 # The families whose first variant the backends run by default (every variant: "all"): each
 # new shape is a new trace and compile in every compiled mode (and in JAX's eager dispatch),
 # the check's dearest step, while the reference's rows cover every variant.
@@ -41,15 +42,17 @@ COPIES = 2  # The size of the extra leading axis of more than one element.
 @dataclasses.dataclass(frozen=True)
 class Variant:
   """One variant: its ``name`` as rows show it (``bias: (5,) -> (1,)``), its inputs, its
-  family, the input it changes (None: several), and the factor its values are scaled by
+  family, the input it changes (None: several), the factor its values are scaled by
   (compared in float64 only: they test the backward's logic, not rounding at large
-  magnitudes)."""
+  magnitudes), and the backend's memory layout of the inputs and cotangents (None: its
+  default, contiguous)."""
 
   name: str
   inputs: list[np.ndarray]
   family: str  # One of `FAMILIES`.
   input: str | None = None
   scale: int = 1
+  layout: str | None = None
 
 
 def policy(variants: bool | str | None, argument: str = "variants") -> str | None:

@@ -185,6 +185,9 @@ class Capabilities:
   CONJUGATE_COMPLEX_GRADIENTS: bool = False
   NARROWED_INTEGERS: bool = False
   ARRAY_MODULES: tuple[str, ...] = ()
+  # Memory layouts `evaluate` gives its inputs and cotangents (``layout=``), beyond the
+  # default contiguous one: "strided", non-contiguous views holding the same values.
+  LAYOUTS: tuple[str, ...] = ()
   evaluate_higher_order: Callable[..., Any] | None = None
   evaluate_transformed: Callable[..., Any] | None = None
   add_round_trip: Callable[..., Any] | None = None

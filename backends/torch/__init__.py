@@ -10,11 +10,11 @@ from crossgrad.backends.torch.emitter import (
     register_container, set_cpu_device_count, spec_of, warm_up, xp,
 )
 from crossgrad.backends.torch.harness import (
-    EXTRA_MODES, TRANSFORMS, UNSUPPORTED_CHECKS, evaluate, evaluate_higher_order,
+    EXTRA_MODES, LAYOUTS, TRANSFORMS, UNSUPPORTED_CHECKS, evaluate, evaluate_higher_order,
     evaluate_transformed, precision_scope,
 )
 
-__all__ = ("ARRAY_MODULES", "CONJUGATE_COMPLEX_GRADIENTS", "CREATION", "EXTRA_MODES", "MODES",
+__all__ = ("ARRAY_MODULES", "CONJUGATE_COMPLEX_GRADIENTS", "CREATION", "EXTRA_MODES", "LAYOUTS", "MODES",
            "NAME", "STANDARD", "TRANSFORMS", "UNSUPPORTED_CHECKS", "VERSION", "as_dtype",
            "compile_cache_stats", "devices", "enable_compile_cache", "evaluate",
            "evaluate_higher_order", "evaluate_transformed", "find_device", "get",

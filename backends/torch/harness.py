@@ -17,10 +17,12 @@ from crossgrad.backends.torch.emitter import MODES, NAME, find_device, get
 # The emitter's own: which tensors have gradients, and its compile warm-up.
 from crossgrad.backends.torch.emitter import _inexact, _wait_for_warm_up
 from crossgrad.registry import validation
+from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
 EXTRA_MODES = ()  # No export round trip yet.
 TRANSFORMS = ("vmap",)
+LAYOUTS = ("strided",)
 UNSUPPORTED_CHECKS = {
     ("jvp", "compile"): "torch.compile cannot trace an autograd.Function with a custom jvp "
                         "(Dynamo: 'Unsupported custom jvp'); a compiled torch.func.jvp "
@@ -55,27 +57,48 @@ def _compiled(fn: Callable[..., Any], args: Sequence[torch.Tensor]) -> Callable[
 
   def run(*tensors):
     return fn(*tensors)
-  signature = tuple((a.shape, a.dtype, a.device) for a in args)
+  signature = tuple((a.shape, a.stride(), a.dtype, a.device) for a in args)
   return base.compiled((fn, "compile", signature), lambda: torch.compile(
       base.own_code(run), fullgraph=True, dynamic=False))
 
 
-def _on_device(op: OpDef, inputs: Sequence[np.ndarray], device: str):
-  """The torch device of ``device`` and the inputs as tensors on it."""
+def _strided(x: torch.Tensor) -> torch.Tensor:
+  """``x`` as a non-contiguous view with its values: every other element of a buffer whose
+  last axis is twice as long (the gaps hold NaN, which a kernel reading them shows); a
+  tensor of at most one element, which every layout stores alike, unchanged."""
+  if x.numel() < 2:
+    return x
+  buffer = torch.full((*x.shape[:-1], 2 * x.shape[-1]), float("nan") if x.is_floating_point()
+                      else 0, dtype=x.dtype, device=x.device)
+  buffer[..., ::2] = x
+  return buffer[..., ::2]
+
+
+def _laid_out(x: torch.Tensor, layout: str | None) -> torch.Tensor:
+  if layout is not None and layout not in LAYOUTS:
+    raise CrossgradError("unknown layout", backend=NAME, argument="layout",
+                         expected=" or ".join(LAYOUTS) + " or None", actual=repr(layout))
+  return _strided(x) if layout == "strided" else x
+
+
+def _on_device(op: OpDef, inputs: Sequence[np.ndarray], device: str,
+               layout: str | None = None):
+  """The torch device of ``device`` and the inputs as tensors on it (in ``layout``)."""
   validation.check_input_count(op, NAME, inputs)
   target = find_device(device)
-  return target, [_from_numpy(x, target) for x in inputs]
+  return target, [_laid_out(_from_numpy(x, target), layout) for x in inputs]
 
 
 def _vjp(run: Callable[..., Any], op: OpDef, args: list, cotangent: Sequence[Any],
-         target: torch.device, create_graph: bool = False):
+         target: torch.device, create_graph: bool = False, layout: str | None = None):
   """Outputs (a tuple) of ``run(*args)`` and the cotangents of the differentiable inputs
   (zeros where unused) for output ``cotangent``; with ``create_graph``, differentiable."""
   diff_args = [args[i] for i in op.diff_argnums]
   for x in diff_args:  # An integer one is the call's error to report.
     x.requires_grad_(_inexact(x))
   outs = validation.as_tuple(run(*args))
-  pairs = [(o, _from_numpy(c, target)) for o, c in zip(outs, cotangent) if c is not None]
+  pairs = [(o, _laid_out(_from_numpy(c, target), layout)) for o, c in zip(outs, cotangent)
+           if c is not None]
   grads = (torch.autograd.grad([o for o, _ in pairs], diff_args,
                                grad_outputs=[c for _, c in pairs], allow_unused=True,
                                create_graph=create_graph)
@@ -84,13 +107,14 @@ def _vjp(run: Callable[..., Any], op: OpDef, args: list, cotangent: Sequence[Any
 
 
 def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
-             *, device: str = "cpu:0", mode: str = "eager"):
-  """Outputs (as a tuple) and input cotangents, eagerly or under ``torch.compile``."""
+             *, device: str = "cpu:0", mode: str = "eager", layout: str | None = None):
+  """Outputs (as a tuple) and input cotangents, eagerly or under ``torch.compile``; inputs
+  and cotangents contiguous, or in one of `LAYOUTS`."""
   base.check_mode(NAME, mode, MODES)
-  target, args = _on_device(op, inputs, device)
+  target, args = _on_device(op, inputs, device, layout)
   fn = get(op, **params)
   outs, grads = _vjp(fn if mode == "eager" else _compiled(fn, args), op, args, cotangent,
-                     target)
+                     target, layout=layout)
   return (tuple(_to_numpy(o) for o in outs),
           base.merge_cotangents(op, [_to_numpy(g) for g in grads]))
 

@@ -137,6 +137,16 @@ def _zero_cotangents(target: setting.Target) -> list[Case]:
   return found
 
 
+def _layouts(run: setting.ModeRun) -> list[Case]:
+  """The sample in each memory layout the backend offers beyond its default (torch:
+  non-contiguous views): a kernel reading its inputs' storage flat is wrong there."""
+  target = run.target
+  return [Case(variants.Variant(f"{layout} inputs and cotangents (non-contiguous views)",
+                                list(target.inputs), "layout", layout=layout),
+               list(target.cotangent), target.outputs, target.cotangents)
+          for layout in round_trips.capabilities(run.module).LAYOUTS]
+
+
 def _runs_here(run: setting.ModeRun) -> bool:
   chosen, context = run.settings.variants, run.context
   if chosen is None or context.dtype != run.settings.variant_dtype:
@@ -156,7 +166,7 @@ def backend(run: setting.ModeRun) -> list[Row]:
   output_names, input_names = target.names
   narrowed = round_trips.narrows_integers(run.module, context.mode)
   rows = []
-  for case in cases(target, run.settings.seed, run.settings.variants):
+  for case in cases(target, run.settings.seed, run.settings.variants) + _layouts(run):
     if case.variant.family == "cotangent" and not variants.finite(
         [c for c in case.cotangents if c is not None]):
       rows.append(dataclasses.replace(context.row(
@@ -166,9 +176,10 @@ def backend(run: setting.ModeRun) -> list[Row]:
       continue
     started = time.perf_counter()
     try:
+      layout = {"layout": case.variant.layout} if case.variant.layout else {}
       outputs, cts = run.module.evaluate(target.op, target.params, case.variant.inputs,
                                          case.cotangent, device=context.device,
-                                         mode=context.mode)
+                                         mode=context.mode, **layout)
     except Exception as e:  # pylint: disable=broad-except
       rows.append(dataclasses.replace(
           context.row(Check.VARIANT, None, target.tolerance, False, first_line(e),
