@@ -15,7 +15,9 @@ For one op, parameter set and dtype (a `OpCase`), in every backend, device and m
   and cotangents against the same backend's eager ones.
 * transformation modes (`TRANSFORMS`: JAX ``vmap``, ``scan``, ``checkpoint``; TF
   ``vectorized_map``): ``forward`` and ``vjp`` rows of a batch of two samples against the
-  reference looped over the batch.
+  reference looped over the batch; ``batched_vjp`` (JAX, torch): the VJP at the sample of
+  `COTANGENTS` random cotangents at once (``vmap`` of one VJP function) against the
+  reference's VJP looped over them.
 
 Finite differences run in float64 NumPy at the dtype's (rounded) inputs; their rows pass
 when the error, relative to the largest expected entry (at least 1, as the ``fd`` rows),
@@ -45,6 +47,7 @@ DUAL_LIMIT = 4096  # Outputs up to this many elements get the transposed backwar
 SECOND_ORDER_FULL_LIMIT = 2048  # Inputs up to this many elements: second order in full.
 DIRECTIONS = 4  # Random directions of a dot-product test, beyond those limits.
 BATCH = 2  # Examples in a transformation mode's batch.
+COTANGENTS = 3  # Output cotangents the batched_vjp mode pulls back at one sample.
 
 
 def modes_of(module: Any, modes: Sequence[str] | None) -> list[str]:
@@ -144,6 +147,23 @@ class OpCase:
 
     return Batch([np.stack([x, y]) for x, y in zip(*examples)], stack(cotangents),
                  stack(outputs), stack(expected))
+
+  @functools.cached_property
+  def cotangents_reference(self) -> "Batch":
+    """The batched_vjp mode's `COTANGENTS` random output cotangents (stacked on axis 0)
+    at ``inputs``, the outputs there and the reference's input cotangents of each."""
+    outs, vjp_fn, _ = self.reference or (
+        *base.load("numpy").vjp(self.op, *self.inputs, **self.params), None)
+    tupled = isinstance(outs, tuple)
+    outs = validation.as_tuple(outs)
+    rng = self.rng("batched cotangents")
+    cots = [[finite_diff.uniform(rng, o.shape, o.dtype) if compare.is_floating(o.dtype)
+             else None for o in outs] for _ in range(COTANGENTS)]
+    expected = [vjp_fn(tuple(c) if tupled else c[0]) for c in cots]
+
+    def stack(per_cotangent):
+      return [None if parts[0] is None else np.stack(parts) for parts in zip(*per_cotangent)]
+    return Batch(list(self.inputs), stack(cots), list(outs), stack(expected))
 
   @property
   def fd_tolerance(self) -> float:
@@ -470,7 +490,8 @@ def second_example(inputs: Sequence[np.ndarray],
 def transform_rows(case: OpCase, backend: str, module: Any, device: str,
                    transforms) -> list[Row]:
   """``forward`` and ``vjp`` rows of each transformation mode: a batch against the reference
-  looped over it."""
+  looped over it (``batched_vjp``: the sample's outputs, and its VJP of a batch of
+  cotangents against the reference's looped over them)."""
   op = case.op
   rows = []
   batch = case.batch_reference
@@ -479,8 +500,10 @@ def transform_rows(case: OpCase, backend: str, module: Any, device: str,
   running = [t for t in transforms if t not in skipped]
 
   def evaluate(chosen):
+    more = ({"cotangents": case.cotangents_reference.cotangent} if "batched_vjp" in chosen
+            else {})
     return module.evaluate_transformed(op, case.params, batch.inputs, batch.cotangent,
-                                       device=device, transforms=chosen)
+                                       device=device, transforms=chosen, **more)
 
   together = _attempt(lambda: evaluate(running)) if running else _Attempt({})
   if together.failed:  # One program for all failed: run each alone to say which.
@@ -502,10 +525,11 @@ def transform_rows(case: OpCase, backend: str, module: Any, device: str,
       continue
     result = attempt.value
     narrowed = round_trips.narrows_integers(module, transform)
+    expected = case.cotangents_reference if transform == "batched_vjp" else batch
     for check, actual, want, names in (
-        (Check.FORWARD, result[0], batch.outputs,
-         [f"output {k}" for k in range(len(batch.outputs))]),
-        (Check.VJP, result[1], batch.cotangents, [f"d{n}" for n in op.input_names])):
+        (Check.FORWARD, result[0], expected.outputs,
+         [f"output {k}" for k in range(len(expected.outputs))]),
+        (Check.VJP, result[1], expected.cotangents, [f"d{n}" for n in op.input_names])):
       err, note = case.compare(compare.narrowing_undone(narrowed, actual, want), want, names,
                                whole_vector=check == Check.VJP)
       ok = err <= case.tolerance

@@ -30,13 +30,16 @@ Unit = tuple[str, str, str, str]  # (op, params label, dtype, backend): `engine.
 
 # Expected seconds of one unit in one mode on a CPU (its forward, vjp, special, jvp and
 # second-order rows): per-unit means of a full check's rows (1,007 rows, 2 cores), torch's
-# compile without its first compilation (Inductor's start-up, once per process).
+# compile without its first compilation (Inductor's start-up, once per process); batched_vjp's
+# taken as vmap's (not measured).
 MODE_SECONDS = {
     ("tensorflow", "eager"): 0.2, ("tensorflow", "graph"): 0.33, ("tensorflow", "jit"): 0.6,
     ("tensorflow", "vectorized_map"): 0.12,
     ("jax", "eager"): 1.8, ("jax", "jit"): 0.44, ("jax", "vmap"): 0.23,
     ("jax", "scan"): 0.23, ("jax", "checkpoint"): 0.23,
+    ("jax", "batched_vjp"): 0.23,
     ("torch", "eager"): 0.16, ("torch", "compile"): 1.5, ("torch", "vmap"): 0.01,
+    ("torch", "batched_vjp"): 0.01,
 }
 OTHER_MODE_SECONDS = 1.5  # A mode not measured: export round trips, a Keras backend's worker.
 REFERENCE_SECONDS = 0.05  # The sample, finite differences and the reference's own rows.

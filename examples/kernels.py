@@ -142,6 +142,8 @@ def register_kernels() -> list[str]:
 def triton_unsupported() -> dict[str, str]:
   """What the Triton kernel's `torch.autograd.Function` cannot run, and why."""
   unsupported = {"vmap": "its autograd.Function has no vmap rule",
+                 "batched_vjp": "its autograd.Function's forward takes ctx (no "
+                                "setup_context): torch.func.vjp cannot run it",
                  "jvp": "its autograd.Function defines no jvp (forward mode)",
                  "second_order": "its backward is a Triton kernel, not differentiable"}
   if os.environ.get("TRITON_INTERPRET") == "1":

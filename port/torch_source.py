@@ -276,7 +276,7 @@ class _Port:
                    setup: ast.FunctionDef | None) -> dict[str, str]:
     modes = {}
     if setup is None:
-      modes["vmap"] = modes["jvp"] = _NO_FUNC
+      modes["vmap"] = modes["jvp"] = modes["batched_vjp"] = _NO_FUNC
     else:
       if "jvp" not in self.methods:
         modes["jvp"] = "the original defines no jvp staticmethod (forward mode)"

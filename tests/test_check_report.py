@@ -175,7 +175,7 @@ def test_binary_writes_the_grid_and_the_html(tmp_path):
   assert done.returncode == 0, done.stdout + done.stderr
   lines = done.stdout.splitlines()
   assert lines[2].split() == ["op", "params", "eager", "eager", "jit", "vmap", "scan",
-                              "checkpoint"]
+                              "checkpoint", "batched_vjp"]
   assert lines[3].split()[:3] == ["leaky_relu", "alpha=0.2", "ok"]
   assert "failing rows: none" in done.stdout and "every row:" not in done.stdout
   page = out.read_text()

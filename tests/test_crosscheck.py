@@ -127,8 +127,8 @@ def test_cross_check_as_readme_runs_it(tmp_path):
   assert {r.op for r in report.rows} == {README_JOB_OP}
   modes = {"tensorflow": ("eager", "graph", "jit"), "jax": ("eager", "jit"),
            "torch": ("eager", "compile")}
-  transforms = {"tensorflow": ("vectorized_map",), "jax": ("vmap", "scan", "checkpoint"),
-                "torch": ("vmap",)}
+  transforms = {"tensorflow": ("vectorized_map",), "jax": ("vmap", "scan", "checkpoint",
+                "batched_vjp"), "torch": ("vmap", "batched_vjp")}
   backends = base.default_backends()
   # Compiled torch runs no forward mode or second order: skipped rows say why.
   higher = {b: ("eager",) if b == "torch" else modes[b] for b in backends}

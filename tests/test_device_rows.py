@@ -17,12 +17,13 @@ from crossgrad.checker.report import RowContext
 
 NAMES = ["output 0", "dx"]
 MODES = {"tensorflow": {"eager", "graph", "jit"}, "jax": {"eager", "jit"}}
-TRANSFORMS = {"tensorflow": {"vectorized_map"}, "jax": {"vmap", "scan", "checkpoint"}}
+TRANSFORMS = {"tensorflow": {"vectorized_map"}, "jax": {"vmap", "scan", "checkpoint",
+                                                     "batched_vjp"}}
 # The variant rows' modes (eager and the first compiled one), on the first device only.
 VARIANT_MODES = {"tensorflow": {"eager", "graph"}, "jax": {"eager", "jit"}}
 if "torch" in base.default_backends():
   MODES["torch"] = {"eager", "compile"}
-  TRANSFORMS["torch"] = {"vmap"}
+  TRANSFORMS["torch"] = {"vmap", "batched_vjp"}
   VARIANT_MODES["torch"] = {"eager", "compile"}
 
 

@@ -36,13 +36,15 @@ def _all_modes():
 
 def _run(module, mode, op, params, inputs, cotangent):
   """Outputs and input cotangents of ``op`` in ``mode``; a transformation runs a batch of
-  two copies of the example and returns the first."""
+  two copies of the example and returns the first (batched_vjp: the outputs at the first,
+  and its VJP of the two cotangents)."""
   if mode in module.MODES:
     return module.evaluate(op, params, inputs, cotangent, device="cpu:0", mode=mode)
   batched = module.evaluate_transformed(op, params, [np.stack([x, x]) for x in inputs],
                                         [np.stack([c, c]) for c in cotangent],
                                         device="cpu:0", transforms=[mode])[mode]
-  return tuple(o[0] for o in batched[0]), tuple(None if c is None else c[0] for c in batched[1])
+  outs = batched[0] if mode == "batched_vjp" else tuple(o[0] for o in batched[0])
+  return outs, tuple(None if c is None else c[0] for c in batched[1])
 
 
 def _with_specials(data, x):

@@ -284,8 +284,8 @@ def test_cross_check_rows_for_eager_and_compile():
   modes = {(r.mode, r.check) for r in report.rows if r.backend == "torch"}
   assert modes == {(m, c) for m in ("eager", "compile") for c in ("forward", "vjp", "special")
                    } | {("eager", "jvp"), ("eager", "second_order"), ("compile", "skipped"),
-                        ("vmap", "forward"), ("vmap", "vjp"), ("eager", "variant"),
-                        ("compile", "variant")}
+                        ("vmap", "forward"), ("vmap", "vjp"), ("batched_vjp", "forward"),
+                        ("batched_vjp", "vjp"), ("eager", "variant"), ("compile", "variant")}
   notes = {r.note for r in report.rows if r.check == "skipped" and r.backend == "torch"}
   assert notes == {f"{kind}: {base.load('torch').UNSUPPORTED_CHECKS[(kind, 'compile')]}"
                    for kind in ("jvp", "second_order")}

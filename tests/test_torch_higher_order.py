@@ -25,7 +25,7 @@ def _rows(report):
 
 def test_torch_has_the_higher_order_members():
   assert isinstance(BACKEND, protocol.HigherOrder)
-  assert BACKEND.TRANSFORMS == ("vmap",)
+  assert BACKEND.TRANSFORMS == ("vmap", "batched_vjp")
   assert set(BACKEND.UNSUPPORTED_CHECKS) == {("jvp", "compile"), ("second_order", "compile")}
   op = cg.get("leaky_relu")
   x = np.ones((2, 3))

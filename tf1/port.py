@@ -335,7 +335,7 @@ def _unsupported_modes(kind: str, grad: Callable[..., Any]) -> dict[str, str]:
   # host calls and jax2tf; the torch backend has no such bridge yet.
   modes = {f"torch:{mode}": "TF1 ports run legacy code through TF and JAX (host calls, "
                             "jax2tf), which the torch backend does not bridge yet"
-           for mode in ("eager", "compile", "vmap")}
+           for mode in ("eager", "compile", "vmap", "batched_vjp")}
   host_grad = _calls_host(grad)
   if kind == "numpy":
     modes["tensorflow:jit"] = _NUMPY_XLA

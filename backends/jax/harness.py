@@ -20,7 +20,7 @@ from crossgrad.registry.opdef import OpDef
 EXTRA_MODES = ("export",)  # Run when asked for: a jax.export round trip.
 UNSUPPORTED_CHECKS = {("jvp", "export"): "jax.export serialises reverse-mode derivatives "
                                          "(vjp_order), not forward mode"}
-TRANSFORMS = ("vmap", "scan", "checkpoint")
+TRANSFORMS = ("vmap", "scan", "checkpoint", "batched_vjp")
 # Without x64 (JAX's default, and crossgrad's outside 64-bit inputs: `precision_scope`) JAX
 # makes 64-bit integers 32-bit: the cross-check compares such outputs by value.
 NARROWED_INTEGERS = True
@@ -68,13 +68,23 @@ def _run_on(device: str, arrays: Any, make_run: Callable[[], Callable[..., Any]]
     return jax.tree.map(np.asarray, jax.device_get(out))
 
 
-def _vjp(f: Callable[..., Any], diff_args: Sequence[Any], cots: Sequence[Any]):
-  """Outputs (a tuple) and the cotangents of ``diff_args`` for output cotangents ``cots``."""
+def _pullback(f: Callable[..., Any], diff_args: Sequence[Any]):
+  """Outputs (a tuple) and the function taking output cotangents (None: zero) to the
+  cotangents of ``diff_args``."""
   outputs, vjp_fn = jax.vjp(f, *diff_args)
   outs = validation.as_tuple(outputs)
-  full = tuple(c if c is not None else np.zeros(o.shape, jax.dtypes.float0)
-               for o, c in zip(outs, cots))
-  return outs, vjp_fn(full if isinstance(outputs, tuple) else full[0])
+
+  def pull(cots):
+    full = tuple(c if c is not None else np.zeros(o.shape, jax.dtypes.float0)
+                 for o, c in zip(outs, cots))
+    return vjp_fn(full if isinstance(outputs, tuple) else full[0])
+  return outs, pull
+
+
+def _vjp(f: Callable[..., Any], diff_args: Sequence[Any], cots: Sequence[Any]):
+  """Outputs (a tuple) and the cotangents of ``diff_args`` for output cotangents ``cots``."""
+  outs, pull = _pullback(f, diff_args)
+  return outs, pull(cots)
 
 
 def evaluate(op: OpDef, params: dict, inputs: Sequence[np.ndarray], cotangent: Sequence[Any],
@@ -130,15 +140,20 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
 
 def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
                          cotangent: Sequence[Any], *, device: str = "cpu:0",
-                         transforms: Sequence[str] = TRANSFORMS):
+                         transforms: Sequence[str] = TRANSFORMS,
+                         cotangents: Sequence[Any] | None = None):
   """Outputs and input cotangents of a batch (axis 0 of every array) in each of
   ``transforms``, all in one `jax.jit` program: ``vmap`` of the per-example VJP, a
   `jax.lax.scan` over the batch, and (vmapped) the per-example VJP of the op under
-  `jax.checkpoint`, rematerialised in the backward."""
+  `jax.checkpoint`, rematerialised in the backward; ``batched_vjp``: at the batch's first
+  example, its outputs and `jax.vmap` of its one VJP function over ``cotangents`` (output
+  cotangents stacked on axis 0; ``cotangent`` where None)."""
   for transform in transforms:
     base.check_mode(NAME, transform, TRANSFORMS)
   validation.check_input_count(op, NAME, inputs)
   diff = op.diff_argnums
+  many = (list(cotangent if cotangents is None else cotangents)
+          if "batched_vjp" in transforms else None)
 
   def make_run():
     fn = get(op, **params)
@@ -147,12 +162,19 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
       outs, cts = _vjp(wrap(base.of_diff(fn, diff, args)), [args[i] for i in diff], cots)
       return outs, base.merge_cotangents(op, cts)
 
-    run = {"vmap": jax.vmap(example),
-           "scan": lambda args, cots: jax.lax.scan(
-               lambda carry, xs: (carry, example(*xs)), None, (args, cots))[1],
-           "checkpoint": jax.vmap(lambda args, cots: example(args, cots, jax.checkpoint))}
-    return lambda args, cots: {t: run[t](args, cots) for t in transforms}
+    def batched_vjp(args, many):
+      first = [a[0] for a in args]
+      outs, pull = _pullback(base.of_diff(fn, diff, first), [first[i] for i in diff])
+      return outs, jax.vmap(lambda cots: base.merge_cotangents(op, pull(cots)))(many)
 
-  results = _run_on(device, (list(inputs), list(cotangent)), make_run, True,
+    run = {"vmap": lambda args, cots, _: jax.vmap(example)(args, cots),
+           "scan": lambda args, cots, _: jax.lax.scan(
+               lambda carry, xs: (carry, example(*xs)), None, (args, cots))[1],
+           "checkpoint": lambda args, cots, _: jax.vmap(
+               lambda args, cots: example(args, cots, jax.checkpoint))(args, cots),
+           "batched_vjp": lambda args, _, many: batched_vjp(args, many)}
+    return lambda args, cots, many: {t: run[t](args, cots, many) for t in transforms}
+
+  results = _run_on(device, (list(inputs), list(cotangent), many), make_run, True,
                     _key(op, params, "jit", tuple(transforms)))
   return {t: (tuple(results[t][0]), tuple(results[t][1])) for t in transforms}

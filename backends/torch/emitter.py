@@ -253,8 +253,11 @@ def _read_values(x: Any):
     return NotImplemented
   if _traced(x):
     return None
-  x = x.detach().cpu()
-  return x.float().numpy() if x.dtype == torch.bfloat16 else x.numpy()
+  # A plain tensor under a torch.func transform (a constant of `torch.func.vjp`) has its
+  # values; `detach` there would wrap it, without storage.
+  with torch._C._DisableFuncTorch():  # pylint: disable=protected-access
+    x = x.detach().cpu()
+    return x.float().numpy() if x.dtype == torch.bfloat16 else x.numpy()
 
 
 # The dtypes torch.aminmax reduces (on CPU: not bool, complex, uint16-64).

@@ -21,7 +21,7 @@ from crossgrad.registry.errors import CrossgradError
 from crossgrad.registry.opdef import OpDef
 
 EXTRA_MODES = ()  # No export round trip yet.
-TRANSFORMS = ("vmap",)
+TRANSFORMS = ("vmap", "batched_vjp")
 LAYOUTS = ("strided",)
 UNSUPPORTED_CHECKS = {
     ("jvp", "compile"): "torch.compile cannot trace an autograd.Function with a custom jvp "
@@ -167,10 +167,14 @@ def evaluate_higher_order(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
 
 def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
                          cotangent: Sequence[Any], *, device: str = "cpu:0",
-                         transforms: Sequence[str] = TRANSFORMS):
-  """Outputs and input cotangents of a batch (axis 0 of every array): `torch.func.vmap` of
-  the per-example VJP (`torch.func.vjp`), the op's vmap rule generated from its forward and
-  backward (``generate_vmap_rule``)."""
+                         transforms: Sequence[str] = TRANSFORMS,
+                         cotangents: Sequence[Any] | None = None):
+  """Outputs and input cotangents of a batch (axis 0 of every array): ``vmap``,
+  `torch.func.vmap` of the per-example VJP (`torch.func.vjp`), the op's vmap rule
+  generated from its forward and backward (``generate_vmap_rule``); ``batched_vjp``: at
+  the batch's first example, its outputs and `torch.func.vmap` of its one VJP function over
+  ``cotangents`` (output cotangents stacked on axis 0; ``cotangent`` where None): the
+  backward runs on batched cotangents and unbatched saved tensors."""
   for transform in transforms:
     base.check_mode(NAME, transform, TRANSFORMS)
   target, args = _on_device(op, inputs, device)
@@ -178,18 +182,33 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   present = [k for k, c in enumerate(cotangent) if c is not None]
   diff = op.diff_argnums
 
-  def example(args, cots):
+  def pullback(args):
     def with_cotangent(*moved):  # The outputs with a cotangent; all of them as aux.
       outs = validation.as_tuple(base.of_diff(fn, diff, args)(*moved))
       return tuple(outs[k] for k in present), outs
     _, vjp_fn, outs = torch.func.vjp(with_cotangent, *(args[i] for i in diff), has_aux=True)
+    return outs, vjp_fn
+
+  def example(args, cots):
+    outs, vjp_fn = pullback(args)
     return outs, vjp_fn(tuple(cots))
 
-  outs, grads = torch.func.vmap(example)(args, [_from_numpy(cotangent[k], target)
-                                                for k in present])
-  result = (tuple(_to_numpy(o) for o in outs),
-            base.merge_cotangents(op, [_to_numpy(g) for g in grads]))
-  return {t: result for t in transforms}
+  def batched_vjp(many):
+    outs, vjp_fn = pullback([a[0] for a in args])
+    return outs, torch.func.vmap(lambda *cots: vjp_fn(cots))(*many)
+
+  def tensors(arrays):
+    return [_from_numpy(arrays[k], target) for k in present]
+
+  results = {}
+  for transform in transforms:
+    if transform == "vmap":
+      outs, grads = torch.func.vmap(example)(args, tensors(cotangent))
+    else:
+      outs, grads = batched_vjp(tensors(cotangent if cotangents is None else cotangents))
+    results[transform] = (tuple(_to_numpy(o) for o in outs),
+                          base.merge_cotangents(op, [_to_numpy(g) for g in grads]))
+  return results
 
 
 @contextlib.contextmanager
