@@ -34,6 +34,7 @@ class Check(enum.StrEnum):
   SAMPLE = "sample"
   VARIANT = "variant"
   SEARCH = "search"
+  CUSTOM_RULE = "custom_rule"
 
 
 _BUILT_IN = {check.value: check for check in Check}
@@ -71,7 +72,10 @@ class Row:
     ``numpy``) or a backend's outputs and cotangents against the reference;
   * ``search``: the smallest input a property-based search found where the reference
     backward is not the derivative (``variant`` describes it; `crossgrad.checker.search`),
-    or, passing, how many examples it drew.
+    or, passing, how many examples it drew;
+  * ``custom_rule``: the mode's cotangents with the op's backward (a kernel's own rule)
+    scaled by 2 against twice its own: the mode uses the custom rule
+    (`crossgrad.checker.rows.custom_rule`).
 
   ``impl`` is the implementation checked: ``emitted`` (the op crossgrad emits) or the name of
   a registered kernel (docs/kernels.md); the table and the grid show it after the backend.
