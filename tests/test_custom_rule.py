@@ -10,6 +10,7 @@ import pytest
 
 import crossgrad as cg
 from crossgrad.backends.common import base
+from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.rows import custom_rule
 from crossgrad.registry import kernels
 
@@ -85,6 +86,9 @@ def test_a_mode_differentiating_the_forward_fails_the_row(monkeypatch):
   assert all(r.ok for r in _custom_rows(report, mode="eager"))
   # The op is exact: its forward's derivative is its backward, so only this row sees it.
   assert all(r.ok for r in report.rows if r.check != "custom_rule")
+  diagnosed = [r for r in causes.diagnose(report, [op]).failures]
+  assert {(r.mode, r.diagnosis.kind) for r in diagnosed} == {("jit", "rule_not_used")}
+  assert "differentiates the forward instead" in diagnosed[0].diagnosis.message
 
 
 def _jax_leaky(bypass: bool):
