@@ -457,8 +457,8 @@ def _mode_rows(target: setting.Target, context: RowContext, module,
   where = f"{op.name} {context.params} {context.dtype} {context.backend} {context.device}"
   settings.say(f"  {where} {context.mode}")
 
-  def evaluate():
-    return _evaluate(module, op, target.params, target.inputs, target.cotangent,
+  def evaluate(instead: OpDef | None = None):
+    return _evaluate(module, instead or op, target.params, target.inputs, target.cotangent,
                      device=context.device, mode=context.mode)
 
   started = time.perf_counter()

@@ -35,6 +35,7 @@ class Check(enum.StrEnum):
   VARIANT = "variant"
   SEARCH = "search"
   FINITE = "finite"
+  CUSTOM_RULE = "custom_rule"
 
 
 _BUILT_IN = {check.value: check for check in Check}
@@ -76,6 +77,9 @@ class Row:
   * ``finite``: failing only: the reference in a dtype below float64 is NaN or inf where
     float64's, on the same inputs and cotangent, is a number that dtype holds
     (`crossgrad.checker.overflow`).
+  * ``custom_rule``: the mode's cotangents with the op's backward (a kernel's own rule)
+    scaled by 2 against twice its own: the mode uses the custom rule
+    (`crossgrad.checker.rows.custom_rule`).
 
   ``impl`` is the implementation checked: ``emitted`` (the op crossgrad emits) or the name of
   a registered kernel (docs/kernels.md); the table and the grid show it after the backend.

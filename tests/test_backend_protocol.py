@@ -153,7 +153,8 @@ def test_toy_backend_with_higher_order_members(toy):
   rows = [r for r in report.rows if r.backend == "toy_higher"]
   assert {(r.mode, r.check) for r in rows} == {
       ("eager", "forward"), ("eager", "vjp"), ("eager", "special"), ("eager", "jvp"),
-      ("eager", "skipped"), ("loop", "forward"), ("loop", "vjp"), ("eager", "variant")}
+      ("eager", "skipped"), ("loop", "forward"), ("loop", "vjp"), ("eager", "variant"),
+      ("eager", "custom_rule")}
   assert {r.note for r in rows if r.check == "skipped"} == {
       "second_order: NumPy cannot differentiate the backward"}
 

@@ -42,4 +42,4 @@ def test_given_inputs_of_any_size_pass_for_a_correct_op():
                           modes=["eager"], inputs=[x])
   assert report.ok
   assert {r.check for r in report.rows} == {"fd", "forward", "vjp", "special", "jvp",
-                                            "second_order", "variant"}
+                                            "second_order", "variant", "custom_rule"}

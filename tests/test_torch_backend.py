@@ -285,7 +285,8 @@ def test_cross_check_rows_for_eager_and_compile():
   assert modes == {(m, c) for m in ("eager", "compile") for c in ("forward", "vjp", "special")
                    } | {("eager", "jvp"), ("eager", "second_order"), ("compile", "skipped"),
                         ("vmap", "forward"), ("vmap", "vjp"), ("batched_vjp", "forward"),
-                        ("batched_vjp", "vjp"), ("eager", "variant"), ("compile", "variant")}
+                        ("batched_vjp", "vjp"), ("eager", "variant"), ("compile", "variant"),
+                        ("eager", "custom_rule"), ("compile", "custom_rule")}
   notes = {r.note for r in report.rows if r.check == "skipped" and r.backend == "torch"}
   assert notes == {f"{kind}: {base.load('torch').UNSUPPORTED_CHECKS[(kind, 'compile')]}"
                    for kind in ("jvp", "second_order")}

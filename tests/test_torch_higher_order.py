@@ -42,7 +42,7 @@ def test_every_builtin_op_passes_jvp_second_order_and_vmap_rows_in_eager():
     checks.setdefault((r.op, r.params), set()).add((r.mode, r.check))
   assert set(checks) == {(op.name, label) for op in BUILTIN for label in
                          {r.params for r in report.rows if r.op == op.name}}
-  want = {("eager", c) for c in ("forward", "vjp", "jvp", "second_order")} | {
+  want = {("eager", c) for c in ("forward", "vjp", "jvp", "second_order", "custom_rule")} | {
       ("vmap", "forward"), ("vmap", "vjp")}
   for key, found in checks.items():
     assert found == want, key

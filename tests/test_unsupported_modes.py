@@ -29,7 +29,8 @@ def test_unsupported_mode_is_a_skipped_row_with_its_reason():
   assert set(by_mode) == {("eager", "forward"), ("eager", "vjp"), ("eager", "special"),
                           ("eager", "jvp"), ("eager", "second_order"), ("jit", "skipped"),
                           ("vmap", "skipped"), ("scan", "forward"), ("scan", "vjp"),
-                          ("eager", "variant")}  # Not in jit, its first compiled mode.
+                          ("eager", "variant"),  # Not in jit, its first compiled mode.
+                          ("eager", "custom_rule")}
   assert by_mode[("jit", "skipped")].note == "unsupported by the op: planted reason"
   assert by_mode[("vmap", "skipped")].note == "unsupported by the op: no batching"
 

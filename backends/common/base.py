@@ -105,6 +105,11 @@ def implementation(impl: str | None):
     _IMPL.reset(token)
 
 
+def current_implementation() -> str | None:
+  """The implementation `implementation` set for this block (None outside one)."""
+  return _IMPL.get()
+
+
 def make_get(backend: str, emit: Callable[[OpDef, dict], Callable[..., Any]],
              wrap_kernel: Callable[[OpDef, dict, Any], Callable[..., Any]] | None = None):
   """Builds a backend's ``get``: one function per (op, implementation, static parameters),

@@ -170,6 +170,16 @@ class RoundTrips(Protocol):
     ``function(op, params)`` inside ``precision_scope(inputs)``."""
 
 
+@runtime_checkable
+class ScaledKernels(Protocol):
+  """Optional: a registered kernel with its own differentiation rule scaled, which the
+  cross-check's ``custom_rule`` rows run to see that each mode uses the rule."""
+
+  def scaled_kernel(self, fn: Callable[..., Any], factor: float) -> Callable[..., Any] | None:
+    """``fn`` with its custom rule (`jax.custom_vjp`, `torch.autograd.Function`, reached
+    from ``fn``) returning ``factor`` times its cotangents; None where none is reachable."""
+
+
 MEMBERS = ("NAME", "VERSION", "MODES", "xp", "get", "spec_of", "devices", "evaluate",
            "precision_scope", "register_container")
 
@@ -195,6 +205,7 @@ class Capabilities:
   enable_compile_cache: Callable[[str], None] | None = None
   compile_cache_stats: Callable[[], dict[str, int]] | None = None
   warm_up: Callable[[Sequence[str]], None] | None = None
+  scaled_kernel: Callable[[Callable[..., Any], float], Any] | None = None
 
 
 OPTIONAL_MEMBERS = tuple(f.name for f in dataclasses.fields(Capabilities))

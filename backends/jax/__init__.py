@@ -11,11 +11,11 @@ from crossgrad.backends.jax.emitter import (
 )
 from crossgrad.backends.jax.harness import (
     EXTRA_MODES, NARROWED_INTEGERS, TRANSFORMS, UNSUPPORTED_CHECKS, evaluate,
-    evaluate_higher_order, evaluate_transformed, precision_scope,
+    evaluate_higher_order, evaluate_transformed, precision_scope, scaled_kernel,
 )
 
 __all__ = ("ARRAY_MODULES", "EXTRA_MODES", "MODES", "NAME", "NARROWED_INTEGERS", "PLATFORMS",
            "TRANSFORMS", "UNSUPPORTED_CHECKS", "VERSION", "compile_cache_stats", "devices",
            "enable_compile_cache", "evaluate", "evaluate_higher_order", "evaluate_transformed",
-           "find_device", "get", "precision_scope", "register_container",
+           "find_device", "get", "precision_scope", "register_container", "scaled_kernel",
            "set_cpu_device_count", "spec_of", "xp")

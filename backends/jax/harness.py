@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from crossgrad.backends.common import base, op_core
+from crossgrad.backends.common import base, op_core, scaled_rules
 from crossgrad.backends.jax import export
 from crossgrad.backends.jax.emitter import MODES, NAME, find_device, get
 from crossgrad.registry import validation
@@ -178,3 +178,42 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   results = _run_on(device, (list(inputs), list(cotangent), many), make_run, True,
                     _key(op, params, "jit", tuple(transforms)))
   return {t: (tuple(results[t][0]), tuple(results[t][1])) for t in transforms}
+
+
+def scaled_kernel(fn: Callable[..., Any], factor: float) -> Callable[..., Any] | None:
+  """``fn`` (a kernel) with its `jax.custom_vjp` or `jax.custom_jvp` rule giving ``factor``
+  times its cotangents (tangents), where ``fn`` is one or its closure holds one
+  (`scaled_rules`); None where it reaches none."""
+  return scaled_rules.scaled_kernel(fn, _is_rule, lambda rule: _scaled_rule(rule, factor))
+
+
+def _is_rule(value: Any) -> bool:
+  return (isinstance(value, jax.custom_vjp) and getattr(value, "bwd", None) is not None
+          or isinstance(value, jax.custom_jvp) and getattr(value, "jvp", None) is not None)
+
+
+def _times(factor: float, tree: Any) -> Any:
+  """``tree`` with each inexact array times ``factor`` (integer, float0 and None kept)."""
+  def scale(x):
+    inexact = jax.numpy.issubdtype(jax.numpy.result_type(x), jax.numpy.inexact)
+    return x * factor if inexact else x
+  return jax.tree.map(scale, tree)
+
+
+def _scaled_rule(rule: Any, factor: float) -> Any:
+  """A copy of ``rule`` (a `jax.custom_vjp` or `jax.custom_jvp`) whose backward returns
+  ``factor`` times its cotangents (whose tangent rule ``factor`` times its tangents)."""
+  if isinstance(rule, jax.custom_vjp):
+    scaled = jax.custom_vjp(rule.fun, nondiff_argnums=rule.nondiff_argnums)
+    bwd = rule.bwd
+    scaled.defvjp(rule.fwd, lambda *args: _times(factor, bwd(*args)),
+                  symbolic_zeros=rule.symbolic_zeros, optimize_remat=rule.optimize_remat)
+    return scaled
+  scaled = jax.custom_jvp(rule.fun, nondiff_argnums=rule.nondiff_argnums)
+  jvp = rule.jvp
+
+  def scaled_jvp(*args):
+    outputs, tangents = jvp(*args)
+    return outputs, _times(factor, tangents)
+  scaled.defjvp(scaled_jvp, symbolic_zeros=getattr(rule, "symbolic_zeros", False))
+  return scaled

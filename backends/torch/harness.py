@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch.autograd import forward_ad
 
-from crossgrad.backends.common import base
+from crossgrad.backends.common import base, scaled_rules
 from crossgrad.backends.torch.emitter import MODES, NAME, find_device, get
 # The emitter's own: which tensors have gradients, and its compile warm-up.
 from crossgrad.backends.torch.emitter import _inexact, _wait_for_warm_up
@@ -228,3 +228,50 @@ def precision_scope(arrays: Sequence[Any], float32: str | None = None):
   finally:
     torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[:2]
     torch.set_float32_matmul_precision(saved[2])
+
+
+def scaled_kernel(fn: Callable[..., Any], factor: float) -> Callable[..., Any] | None:
+  """``fn`` (a kernel) with its `torch.autograd.Function` giving ``factor`` times its
+  cotangents (and, where it has a ``jvp``, tangents), where ``fn`` is its ``apply`` or its
+  closure holds the Function or its ``apply`` (`scaled_rules`); None where it reaches
+  none."""
+  return scaled_rules.scaled_kernel(fn, _is_rule, lambda rule: _scaled_rule(rule, factor))
+
+
+def _function_class(value: Any) -> type | None:
+  """The `torch.autograd.Function` subclass ``value`` is, or whose ``apply`` it is."""
+  owner = value if isinstance(value, type) else getattr(value, "__self__", None)
+  if (isinstance(owner, type) and issubclass(owner, torch.autograd.Function)
+      and owner is not torch.autograd.Function
+      and (owner is value or getattr(value, "__name__", None) == "apply")):
+    return owner
+  return None
+
+
+def _is_rule(value: Any) -> bool:
+  return _function_class(value) is not None
+
+
+def _times(factor: float, values: Any) -> Any:
+  """Each floating or complex tensor of ``values`` (a tensor or a tuple) times ``factor``."""
+  def scale(x):
+    return x * factor if isinstance(x, torch.Tensor) and _inexact(x) else x
+  return tuple(map(scale, values)) if isinstance(values, tuple) else scale(values)
+
+
+def _scaled_rule(rule: Any, factor: float) -> Any:
+  """A subclass of the Function ``rule`` is (or whose ``apply`` it is) whose ``backward``
+  and ``jvp`` return ``factor`` times its own; the subclass itself or its ``apply``."""
+  cls = _function_class(rule)
+  backward, jvp = cls.backward, cls.jvp
+
+  def scaled_backward(ctx, *upstream):
+    return _times(factor, backward(ctx, *upstream))
+
+  def scaled_jvp(ctx, *tangents):
+    return _times(factor, jvp(ctx, *tangents))
+  members = {"backward": staticmethod(scaled_backward)}
+  if jvp is not torch.autograd.Function.jvp:
+    members["jvp"] = staticmethod(scaled_jvp)
+  scaled = type(f"{cls.__name__}Scaled", (cls,), members)
+  return scaled if rule is cls else scaled.apply

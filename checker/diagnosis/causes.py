@@ -18,8 +18,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from crossgrad.checker import compare, engine, finite_diff
-from crossgrad.checker.diagnosis import (backward, divergence, overflowing, unsupported,
-                                         variant_causes)
+from crossgrad.checker.diagnosis import (backward, divergence, overflowing, rule_not_used,
+                                         unsupported, variant_causes)
 from crossgrad.checker.diagnosis.kinds import Diagnosis, Kind
 from crossgrad.checker.report import Check, Report, Row
 from crossgrad.checker.rows import setting
@@ -39,7 +39,8 @@ MIN_SECONDS = 1.0  # The least time an op's diagnosis gets, however fast its row
 
 # Diagnoses tried on each failing row before the built-in ones: ``explain(row, op)`` (``op``:
 # its `OpDef`, None where it is not among the checked ops) returns a `Diagnosis` or None.
-EXPLAINERS: list[Callable[[Row, OpDef | None], Diagnosis | None]] = [unsupported.diagnose]
+EXPLAINERS: list[Callable[[Row, OpDef | None], Diagnosis | None]] = [
+    unsupported.diagnose, rule_not_used.diagnose]
 
 
 def register_diagnosis(explain: Callable[[Row, OpDef | None], Diagnosis | None]):

@@ -19,8 +19,9 @@ class Kind(enum.StrEnum):
   backward raises on inputs the forward takes). Backends that disagree with a correct
   reference, at the first diverging ``xp`` call: ``cancellation``, ``ill_conditioned``,
   ``sign_ambiguity``, ``special_value``, ``intermediate``. ``unsupported``: an
-  implementation lacks a rule for the row's transformation (`unsupported`). ``unknown``
-  where no hypothesis fits.
+  implementation lacks a rule for the row's transformation (`unsupported`);
+  ``rule_not_used``: a mode differentiates the forward, not the custom rule
+  (`rule_not_used`). ``unknown`` where no hypothesis fits.
   """
 
   SCALE = "scale"
@@ -34,6 +35,7 @@ class Kind(enum.StrEnum):
   SHAPE = "shape"
   RAISED = "raised"
   UNSUPPORTED = "unsupported"
+  RULE_NOT_USED = "rule_not_used"
   CANCELLATION = "cancellation"
   ILL_CONDITIONED = "ill_conditioned"
   SIGN_AMBIGUITY = "sign_ambiguity"

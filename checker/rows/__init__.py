@@ -15,8 +15,8 @@ import enum
 from typing import Any, Callable, Sequence
 
 from crossgrad.checker.report import Row
-from crossgrad.checker.rows import (backend_rows, finite_differences, search_rows,
-                                    variant_rows)
+from crossgrad.checker.rows import (backend_rows, custom_rule, finite_differences,
+                                    search_rows, variant_rows)
 from crossgrad.registry.errors import CrossgradError
 
 
@@ -58,6 +58,7 @@ KINDS: list[RowKind] = [
     RowKind("round_trip", Scope.MODE, backend_rows.round_trip),
     RowKind("jvp_second_order", Scope.MODE, backend_rows.jvp_second_order),
     RowKind("variant", Scope.MODE, variant_rows.backend),
+    RowKind("custom_rule", Scope.MODE, custom_rule.rows, complex_inputs=True),
     RowKind("transforms", Scope.DEVICE, backend_rows.transforms),
 ]
 

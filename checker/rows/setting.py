@@ -111,13 +111,14 @@ class ModeRun:
   `evaluate` ran the target: its ``results`` (outputs, cotangents), or the first line of
   what it raised (``error``), and the seconds it took. ``first`` maps a mode to the first
   device's results (the ``device`` kind fills it); ``eager``: this device's eager results,
-  where they ran before."""
+  where they ran before. ``evaluate(op)`` runs another op on the same inputs instead:
+  the ``custom_rule`` kind's sentinel."""
 
   target: Target
   context: RowContext
   module: Any
   settings: Settings
-  evaluate: Callable[[], tuple]
+  evaluate: Callable[..., tuple]
   results: tuple | None
   error: str
   seconds: float
