@@ -66,12 +66,12 @@ def test_watch_rechecks_the_edited_op_survives_a_syntax_error_and_ends_on_ctrl_c
     lines = _Lines(process)
     idle = ("crossgrad cross-check:", "watch: waiting for changes")
     seen = lines.until(*idle)
-    assert "12 checks, 6 failing" in _summaries(seen)[-1], seen
+    assert "14 checks, 6 failing" in _summaries(seen)[-1], seen
     path.write_text(_OPS.replace("(2.0 * g,)", "(3.0 * g,)"))  # Same size, same second.
     seen = lines.until(*idle)
     assert any("1 op unchanged since the watch's last run: wt_good" in l for l in seen), seen
     assert any("[1/1] wt_bad" in l for l in seen), seen  # Only the edited op ran.
-    assert "12 checks, 0 failing" in _summaries(seen)[-1], seen
+    assert "14 checks, 0 failing" in _summaries(seen)[-1], seen
     path.write_text(path.read_text() + "\ndef broken(:\n")
     seen = lines.until("did not load", "watch: waiting for changes")
     line_number = len(_OPS.replace("(2.0", "(3.0").splitlines()) + 2
