@@ -31,6 +31,9 @@ class KerasRows:
 
   NAME = NAME
   MODES = MODES
+  # Its workers find ops by registered name: an op made in this process (the custom_rule
+  # rows' sentinel) is not there.
+  RUNS_REGISTERED_OPS_ONLY = True
 
   def __init__(self, modules: Sequence[str] = ()):
     self.VERSION = importlib.metadata.version("keras")  # pylint: disable=invalid-name

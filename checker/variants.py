@@ -29,13 +29,14 @@ from crossgrad.registry.opdef import OpDef
 POLICIES = ("default", "all", "none")
 # What a variant changes: an axis of one input (size 1, dropped), a leading axis (one input,
 # all), the batch, the values, the cotangents (zeros: `rows.variant_rows`), the memory
-# layout a backend gives the sample (`protocol.Capabilities.LAYOUTS`).
-FAMILIES = ("axis", "leading", "batch", "scale", "cotangent", "layout")
+# layout a backend gives the sample (`protocol.Capabilities.LAYOUTS`), a float parameter.
+FAMILIES = ("axis", "leading", "batch", "scale", "cotangent", "layout", "param")
 # The families whose first variant the backends run by default (every variant: "all"): each
 # new shape is a new trace and compile in every compiled mode (and in JAX's eager dispatch),
 # the check's dearest step, while the reference's rows cover every variant.
 BACKEND_FAMILIES = ("leading", "axis")  # And the zero cotangents, which compile nothing new.
 SCALES = (10, 100)
+PARAM_FACTOR = 2  # A float parameter's variant: its value times this.
 COPIES = 2  # The size of the extra leading axis of more than one element.
 
 
@@ -44,8 +45,9 @@ class Variant:
   """One variant: its ``name`` as rows show it (``bias: (5,) -> (1,)``), its inputs, its
   family, the input it changes (None: several), the factor its values are scaled by
   (compared in float64 only: they test the backward's logic, not rounding at large
-  magnitudes), and the backend's memory layout of the inputs and cotangents (None: its
-  default, contiguous)."""
+  magnitudes), the backend's memory layout of the inputs and cotangents (None: its
+  default, contiguous), and the parameters it sets (a smooth-L1's ``beta``: a backward
+  right only for the declared value)."""
 
   name: str
   inputs: list[np.ndarray]
@@ -53,6 +55,11 @@ class Variant:
   input: str | None = None
   scale: int = 1
   layout: str | None = None
+  params: dict = dataclasses.field(default_factory=dict)
+
+  def params_of(self, params: dict) -> dict:
+    """``params`` (the op's parameter set) with the variant's."""
+    return {**params, **self.params}
 
 
 def policy(variants: bool | str | None, argument: str = "variants") -> str | None:
@@ -122,9 +129,17 @@ def _batches(op: OpDef, inputs: Sequence[np.ndarray]) -> list[Variant]:
           for n in (1, 0) if n < size]
 
 
-def derive(op: OpDef, inputs: Sequence[np.ndarray], scaled: bool = True) -> list[Variant]:
+def _float_params(inputs: Sequence[np.ndarray], params: dict) -> list[Variant]:
+  return [Variant(f"{k}: {v!r} -> {v * PARAM_FACTOR!r}", list(inputs), "param",
+                  params={k: v * PARAM_FACTOR})
+          for k, v in sorted(params.items()) if isinstance(v, float) and v]
+
+
+def derive(op: OpDef, inputs: Sequence[np.ndarray], scaled: bool = True,
+           params: dict | None = None) -> list[Variant]:
   """The variants of ``inputs`` (the sample), in order, each set of shapes once (the first
-  name kept); ``scaled``: with the scaled values."""
+  name kept); ``scaled``: with the scaled values; ``params``: the parameter set, whose
+  float parameters each get a variant (their value times `PARAM_FACTOR`)."""
   inputs = [np.asarray(x) for x in inputs]
   found = _batches(op, inputs) + _per_input(op, inputs)
   if len(inputs) > 1:
@@ -135,9 +150,10 @@ def derive(op: OpDef, inputs: Sequence[np.ndarray], scaled: bool = True) -> list
                                         and compare.is_floating(x.dtype) else x
                                         for i, x in enumerate(inputs)], "scale", scale=k)
               for k in SCALES]
-  seen, unique = {(tuple(x.shape for x in inputs), 1)}, []
+  found += _float_params(inputs, params or {})
+  seen, unique = {(tuple(x.shape for x in inputs), 1, ())}, []
   for v in found:
-    key = (tuple(x.shape for x in v.inputs), v.scale)
+    key = (tuple(x.shape for x in v.inputs), v.scale, tuple(sorted(v.params.items())))
     if key not in seen:
       seen.add(key)
       unique.append(v)

@@ -53,8 +53,10 @@ def test_planted_wrong_gradient_exits_non_zero(tmp_path):
   # One cause: the backward is half the derivative, on the line that returns it.
   assert "1. planted_square -: scale at " in rows and "planted_ops.py:5 (10 rows)" in rows
   assert "the cotangent of x is 0.5 times the derivative of the forward" in rows
-  (cell,) = [line for line in grid.splitlines() if "FAIL" in line]  # The reference's column.
-  assert cell.split()[:3] == ["planted_square", "-", "FAIL"]
+  # The reference's block, then JAX's (eager and jit: the transposed backward).
+  reference, jax_cell = [line for line in grid.splitlines() if "FAIL" in line]
+  assert reference.split()[:3] == ["planted_square", "-", "FAIL"]
+  assert jax_cell.split()[2::2][:2] == ["FAIL", "FAIL"]
   failing = [line for line in rows.splitlines() if "FAIL" in line]
   assert all("planted_square" in line for line in failing)
   # The reference's finite differences, on the sample and on its variants (a batch of 1,
@@ -71,7 +73,7 @@ def test_bad_flags_exit_2_with_one_line_and_no_traceback():
   assert result.returncode == 2
   (line,) = [l for l in result.stderr.splitlines() if l.startswith("[crossgrad]")]
   assert line == ("[crossgrad] --modes: unknown value: expected one of eager, jit, export, vmap, "
-                  "scan, checkpoint, got 'jitt'. "
+                  "scan, checkpoint, batched_vjp, got 'jitt'. "
                   "Did you mean 'jit'?")
   assert "Traceback" not in result.stderr
 
@@ -93,7 +95,8 @@ def _main(capsys, **flag_values):
                                "float32, float64, got 'float31'. Did you mean 'float32'?"),
     (dict(devices=["gpu:77"]), "--devices: unknown value: expected one of all, cpu, "),
     (dict(modes=["graph"], backends=["jax"]), "--modes: unknown value: expected one of eager, "
-                                              "jit, export, vmap, scan, checkpoint, got "
+                                              "jit, export, vmap, scan, checkpoint, "
+                                              "batched_vjp, got "
                                               "'graph'"),
     (dict(tolerance="exact"), "--tolerance: unknown tolerance: expected 'default', 'bitwise' "
                               "or a finite number >= 0, got 'exact'"),

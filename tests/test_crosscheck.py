@@ -160,17 +160,17 @@ def test_report_json_and_table():
   report = cg.cross_check(["leaky_relu"], backends=["jax"], modes=["jit"])
   data = json.loads(report.to_json())
   assert data["ok"] is True
-  # Per parameter set: fd, 6 variant rows (a batch of 1 and of 0, a leading axis of 1 and
-  # of 2, x10, x100), then per dtype forward, vjp, special, jvp, second_order, and in float64
+  # Per parameter set: fd, 7 variant rows (a batch of 1 and of 0, a leading axis of 1 and
+  # of 2, x10, x100, alpha doubled), then per dtype forward, vjp, special, jvp, second_order, and in float64
   # 2 variant rows (a leading axis: `variants.BACKEND_FAMILIES`; cotangents 0 at every other
   # element) and a custom_rule row (jit uses the backward).
-  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 6 + 2 * 5 + 2 + 1)
+  assert len(data["rows"]) == len(report.rows) == 2 * (1 + 7 + 2 * 5 + 2 + 1)
   assert sum(r["check"] == "custom_rule" and r["ok"] for r in data["rows"]) == 2
   assert data["environment"]["jax_devices"] == ["cpu:0"]
   table = report.table()
   assert table.splitlines()[0].split()[:3] == ["op", "params", "backend"]
   assert table.splitlines()[-1].startswith(
-      "crossgrad cross-check: 40 checks, 0 failing, 0 with no oracle")
+      "crossgrad cross-check: 42 checks, 0 failing, 0 with no oracle")
 
 
 def test_sampleless_op_fails_with_a_clear_row():

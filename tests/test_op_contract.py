@@ -59,7 +59,7 @@ def test_user_ops_pass_the_cross_check():
   report = cg.cross_check([MAGNITUDE_AND_SIGN, SCALE_ROWS])
   assert report.ok, report.table(failures_only=True)
   assert {r.check for r in report.rows} - {"skipped"} == {
-      "fd", "forward", "vjp", "special", "jvp", "second_order", "variant"}
+      "fd", "forward", "vjp", "special", "jvp", "second_order", "variant", "custom_rule"}
   # Only compiled torch (where installed) cannot run forward mode or second order; the
   # reference's skipped rows name the variants of the sample an op does not take.
   assert {(r.backend, r.mode) for r in report.rows if r.check == "skipped"

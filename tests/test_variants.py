@@ -332,3 +332,27 @@ def test_a_batch_of_zero_catches_a_reshape_that_infers_an_axis():
                    sample=sample)
   report = cg.cross_check([exact], backends=[])
   assert report.ok and "batch of 0 (of 4)" in {r.variant for r in report.rows}
+
+
+def _smooth_l1(xp, x, *, beta=1.0):
+  a = xp.abs(x)
+  return xp.where(a < beta, 0.5 * x * x / beta, a - 0.5 * beta), (x,)
+
+
+def test_a_float_parameter_doubled_catches_a_slope_right_only_for_its_declared_value():
+  """A smooth-L1 whose backward drops ``/ beta``: right for the declared beta=1 only."""
+  sample = lambda rng: (rng.standard_normal(12),)
+  fixed_slope = cg.OpDef(
+      "t_smooth_l1_fixed_slope", _smooth_l1,
+      lambda xp, r, g, *, beta=1.0: (g * xp.clip(r[0], -1.0, 1.0),), sample=sample,
+      param_sets=[{"beta": 1.0}])
+  assert cg.cross_check([fixed_slope], backends=[], variants="none").ok
+  report = causes.diagnose(cg.cross_check([fixed_slope], backends=[]), [fixed_slope])
+  (row,) = report.failures
+  assert row.variant == "beta: 1.0 -> 2.0" and row.diagnosis.input == "x"
+  assert row.variant in row.diagnosis.message
+  exact = cg.OpDef("t_smooth_l1", _smooth_l1,
+                   lambda xp, r, g, *, beta=1.0: (g * xp.clip(r[0] / beta, -1.0, 1.0),),
+                   sample=sample, param_sets=[{"beta": 1.0}])
+  report = cg.cross_check([exact], backends=[])
+  assert report.ok and "beta: 1.0 -> 2.0" in {r.variant for r in report.rows}

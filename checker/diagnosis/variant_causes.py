@@ -88,17 +88,20 @@ def diagnose(op: OpDef, params: dict, sample: Sequence[np.ndarray], rows: Sequen
   return found
 
 
-def _named(variant: str, dtype: str, op: OpDef, sample) -> variants.Variant | None:
+def _named(variant: str, dtype: str, op: OpDef, sample,
+           params: dict) -> variants.Variant | None:
   cast = setting.cast_inputs(sample, compare.dtype_of(dtype))
   if cast is None:
     return None
-  return next((v for v in variants.derive(op, cast) if v.name == variant), None)
+  return next((v for v in variants.derive(op, cast, params=params) if v.name == variant),
+              None)
 
 
 def _variant_cause(op, params, sample, name, rows, seed, in_time) -> Diagnosis | None:
-  wide = _named(name, "float64", op, sample)
+  wide = _named(name, "float64", op, sample, params)
   if wide is None:
     return None
+  params = wide.params_of(params)
   try:
     found = shape_mismatch(op, params, wide.inputs, name)
   except Exception as e:  # pylint: disable=broad-except  # The backward raises there.
@@ -119,7 +122,7 @@ def _variant_cause(op, params, sample, name, rows, seed, in_time) -> Diagnosis |
 
 def _divergence(op, params, sample, name, row: Row, seed: int) -> Diagnosis | None:
   """The first diverging call of a backend's variant row, on its inputs and cotangent."""
-  variant = _named(name, row.dtype, op, sample)
+  variant = _named(name, row.dtype, op, sample, params)
   if variant is None:
     return None
   try:

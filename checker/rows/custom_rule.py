@@ -54,6 +54,8 @@ def _runs_here(run: setting.ModeRun) -> bool:
   context = run.context
   if context.dtype != run.settings.variant_dtype or context.mode not in run.module.MODES:
     return False
+  if getattr(run.module, "RUNS_REGISTERED_OPS_ONLY", False):  # No sentinel reaches it.
+    return False
   first = run.first.get(context.mode)
   return first is None or first[0] == context.device
 

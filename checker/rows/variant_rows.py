@@ -42,15 +42,17 @@ def reference(run: setting.ReferenceRun) -> list[Row]:
   if sample_outputs is None:
     return []
   rows, rejected = [], []
-  for variant in variants.derive(op, wide):
-    taken, result, why = variants.accepts(numpy, op, params, variant, sample_outputs)
-    if taken and variants.kinked(numpy, op, params, variant, result[0], run.seed):
+  for variant in variants.derive(op, wide, params=params):
+    varied = variant.params_of(params)
+    taken, result, why = variants.accepts(numpy, op, varied, variant, sample_outputs)
+    if taken and variants.kinked(numpy, op, varied, variant, result[0], run.seed):
       taken, why = False, "a kink or tie there"
     if not taken:
       rejected.append(f"{variant.name} ({why})")
       continue
-    rows += [dataclasses.replace(r, check=Check.VARIANT, variant=variant.name)
-             for r in finite_differences.finite_difference_rows(op, params, variant.inputs,
+    rows += [dataclasses.replace(r, check=Check.VARIANT, variant=variant.name,
+                                 params=setting.params_label(params))  # The op's set.
+             for r in finite_differences.finite_difference_rows(op, varied, variant.inputs,
                                                                 run.seed)
              if r.check == Check.FD]
   if rejected:
