@@ -424,7 +424,8 @@ def _backend_rows(target: setting.Target, numpy_context: RowContext, name: str, 
       mode_rows, results = _mode_rows(target, context, module, settings, first, eager)
       rows += mode_rows
       eager = results if mode == module.MODES[0] and results else eager
-    run = setting.DeviceRun(target, name, module, device, settings)
+    run = setting.DeviceRun(target, name, module, device, settings,
+                            first_device=device == chosen[0])
     rows += _kind_rows(row_kinds.Scope.DEVICE, run, target.is_complex)
   return rows
 

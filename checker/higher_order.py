@@ -60,9 +60,12 @@ def modes_of(module: Any, modes: Sequence[str] | None) -> list[str]:
 
 
 def transforms_of(module: Any, modes: Sequence[str] | None) -> list[str]:
-  """The backend's transformation modes to run: all by default, asked-for ones otherwise."""
-  transforms = round_trips.capabilities(module).TRANSFORMS
-  return list(transforms) if modes is None else [m for m in modes if m in transforms]
+  """The backend's transformation modes to run: its `TRANSFORMS` by default, asked-for ones
+  (`EXTRA_TRANSFORMS` only so) otherwise."""
+  optional = round_trips.capabilities(module)
+  if modes is None:
+    return list(optional.TRANSFORMS)
+  return [m for m in modes if m in optional.TRANSFORMS + optional.EXTRA_TRANSFORMS]
 
 
 @dataclasses.dataclass
@@ -487,11 +490,24 @@ def second_example(inputs: Sequence[np.ndarray],
   return second
 
 
+def evaluate_transforms(case: OpCase, module: Any, device: str, transforms: Sequence[str],
+                        op: OpDef | None = None) -> dict:
+  """The backend's `evaluate_transformed` of ``op`` (the case's where None) on the case's
+  batch, for ``transforms``: transform -> (outputs, cotangents)."""
+  batch = case.batch_reference
+  more = ({"cotangents": case.cotangents_reference.cotangent} if "batched_vjp" in transforms
+          else {})
+  return module.evaluate_transformed(case.op if op is None else op, case.params,
+                                     batch.inputs, batch.cotangent, device=device,
+                                     transforms=list(transforms), **more)
+
+
 def transform_rows(case: OpCase, backend: str, module: Any, device: str,
-                   transforms) -> list[Row]:
+                   transforms) -> tuple[list[Row], dict]:
   """``forward`` and ``vjp`` rows of each transformation mode: a batch against the reference
   looped over it (``batched_vjp``: the sample's outputs, and its VJP of a batch of
-  cotangents against the reference's looped over them)."""
+  cotangents against the reference's looped over them); and what each mode that ran
+  returned (transform -> outputs, cotangents)."""
   op = case.op
   rows = []
   batch = case.batch_reference
@@ -500,10 +516,7 @@ def transform_rows(case: OpCase, backend: str, module: Any, device: str,
   running = [t for t in transforms if t not in skipped]
 
   def evaluate(chosen):
-    more = ({"cotangents": case.cotangents_reference.cotangent} if "batched_vjp" in chosen
-            else {})
-    return module.evaluate_transformed(op, case.params, batch.inputs, batch.cotangent,
-                                       device=device, transforms=chosen, **more)
+    return evaluate_transforms(case, module, device, chosen)
 
   together = _attempt(lambda: evaluate(running)) if running else _Attempt({})
   if together.failed:  # One program for all failed: run each alone to say which.
@@ -535,4 +548,4 @@ def transform_rows(case: OpCase, backend: str, module: Any, device: str,
       ok = err <= case.tolerance
       rows.append(case.row(backend, device, transform, check, err, ok, "" if ok else note,
                            seconds))
-  return rows
+  return rows, {t: got[t].value for t in running if not got[t].failed}

@@ -118,7 +118,8 @@ def check(opdefs: Sequence[OpDef], modules: dict[str, Any], dtypes: Sequence[str
     raise nothing_to_check(_name("devices", flags), "no device selected")
   every_mode = [m for module in modules.values() or [base.load("numpy")]
                 for optional in [round_trips.capabilities(module)]
-                for m in (*module.MODES, *optional.EXTRA_MODES, *optional.TRANSFORMS)]
+                for m in (*module.MODES, *optional.EXTRA_MODES, *optional.TRANSFORMS,
+                          *optional.EXTRA_TRANSFORMS)]
   every_mode = list(dict.fromkeys(every_mode))
   for value in modes or ():
     if value not in every_mode:

@@ -154,7 +154,7 @@ def test_toy_backend_with_higher_order_members(toy):
   assert {(r.mode, r.check) for r in rows} == {
       ("eager", "forward"), ("eager", "vjp"), ("eager", "special"), ("eager", "jvp"),
       ("eager", "skipped"), ("loop", "forward"), ("loop", "vjp"), ("eager", "variant"),
-      ("eager", "custom_rule")}
+      ("eager", "custom_rule"), ("loop", "custom_rule")}
   assert {r.note for r in rows if r.check == "skipped"} == {
       "second_order: NumPy cannot differentiate the backward"}
 

@@ -1,12 +1,14 @@
-"""``custom_rule`` rows: in every execution mode, the cotangents with the op's backward (a
-kernel's own rule) scaled by 2 are twice the mode's own; a mode that differentiates the
-forward instead, or a kernel that bypasses its rule, fails the row naming the mode, where
-the forward and vjp rows of an exact op cannot see it."""
+"""``custom_rule`` rows: in every execution and transformation mode, the cotangents with the
+op's backward (a kernel's own rule) scaled by 2 are twice the mode's own; a mode that
+differentiates the forward instead (torch.compile of torch.func, a `tf.custom_gradient`
+called with keyword arguments), or a kernel that bypasses its rule, fails the row naming
+the mode, where the forward and vjp rows of an exact op cannot see it."""
 
 import dataclasses
 
 import numpy as np
 import pytest
+import torch
 
 import crossgrad as cg
 from crossgrad.backends.common import base
@@ -58,7 +60,7 @@ def test_built_in_ops_use_their_backward_in_every_mode(backend):
   assert {op for op, _ in settings} == set(ops)
   for op, params in settings:
     rows = _custom_rows(report, op=op, params=params)
-    assert sorted(r.mode for r in rows) == sorted(module.MODES)
+    assert sorted(r.mode for r in rows) == sorted(module.MODES + module.TRANSFORMS)
     assert all("the custom backward is used" in r.note for r in rows)
 
 
@@ -91,6 +93,20 @@ def test_a_mode_differentiating_the_forward_fails_the_row(monkeypatch):
   assert "differentiates the forward instead" in diagnosed[0].diagnosis.message
 
 
+def test_torch_compile_of_torch_func_drops_the_custom_backward():
+  # Dynamo traces the autograd.Function's forward inside torch.func as plain code
+  # (pytorch#193279): only the custom_rule row sees it for an exact op.
+  report = _check(["leaky_relu"], ["torch"], modes=["vmap", "compiled_vmap"])
+  rows = {r.mode: r for r in _custom_rows(report, params="alpha=0.2")}
+  assert rows["vmap"].ok, rows["vmap"].note
+  assert not rows["compiled_vmap"].ok
+  assert "the custom backward is not used in compiled_vmap" in rows["compiled_vmap"].note
+  assert all(r.ok for r in report.rows if r.check != "custom_rule")
+  diagnosed = causes.diagnose(report, [cg.get("leaky_relu")]).failures
+  assert {(r.mode, r.diagnosis.kind) for r in diagnosed} == {("compiled_vmap",
+                                                              "rule_not_used")}
+
+
 def _jax_leaky(bypass: bool):
   """A JAX kernel of leaky_relu under `jax.custom_vjp`; ``bypass``: it calls the
   undecorated function, so JAX differentiates the forward and the rule is dropped."""
@@ -114,21 +130,31 @@ def _jax_leaky(bypass: bool):
   return lambda x, *, alpha=0.2: leaky(x, alpha)
 
 
-def _torch_leaky():
-  import torch  # pylint: disable=g-import-not-at-top
+class _TorchLeaky(torch.autograd.Function):
+  """A leaky ReLU at module level, as users write one: a kernel reaches it by its globals."""
 
-  class Leaky(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, alpha):
-      ctx.save_for_backward(x)
-      ctx.alpha = alpha
-      return torch.where(x > 0, x, alpha * x)
+  @staticmethod
+  def forward(ctx, x, alpha):
+    ctx.save_for_backward(x)
+    ctx.alpha = alpha
+    return torch.where(x > 0, x, alpha * x)
 
-    @staticmethod
-    def backward(ctx, g):
-      (x,) = ctx.saved_tensors
-      return torch.where(x > 0, g, ctx.alpha * g), None
-  return lambda x, *, alpha=0.2: Leaky.apply(x, alpha)
+  @staticmethod
+  def backward(ctx, g):
+    (x,) = ctx.saved_tensors
+    return torch.where(x > 0, g, ctx.alpha * g), None
+
+
+def _tf_leaky():
+  """A `tf.custom_gradient` leaky ReLU."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  @tf.custom_gradient
+  def leaky(x, alpha):
+    def grad(g):
+      return tf.where(x > 0, g, alpha * g), None
+    return tf.where(x > 0, x, alpha * x), grad
+  return leaky
 
 
 @pytest.fixture
@@ -149,7 +175,9 @@ def test_a_kernel_using_its_rule_passes_and_one_bypassing_it_fails(kernel):
   report = _check("leaky_relu", ["jax"], impls=["uses_rule", "bypasses_rule"])
   good, bad = (_custom_rows(report, impl=name, params="alpha=0.2")
                for name in ("uses_rule", "bypasses_rule"))
-  assert sorted(r.mode for r in good) == sorted(r.mode for r in bad) == ["eager", "jit"]
+  module = base.load("jax")
+  every = sorted(module.MODES + module.TRANSFORMS)
+  assert sorted(r.mode for r in good) == sorted(r.mode for r in bad) == every
   assert all(r.ok for r in good), [r.note for r in good]
   assert all(not r.ok and "the custom backward is not used in" in r.note
              and r.mode in r.note and "kernel 'bypasses_rule'" in r.note for r in bad)
@@ -158,10 +186,34 @@ def test_a_kernel_using_its_rule_passes_and_one_bypassing_it_fails(kernel):
 
 
 def test_a_torch_function_kernel_passes(kernel):
-  kernel("torch", _torch_leaky(), "function")
+  kernel("torch", lambda x, *, alpha=0.2: _TorchLeaky.apply(x, alpha), "function")
   report = _check("leaky_relu", ["torch"], impls=["function"], modes=["eager"])
   rows = _custom_rows(report, impl="function")
   assert rows and all(r.ok for r in rows), [r.note for r in rows]
+
+
+def test_a_tf_custom_gradient_called_with_keywords_drops_its_rule(kernel):
+  # Called with keyword arguments only, eager TF differentiates the forward instead
+  # (tensorflow#65839); in a graph it raises, so that kernel declares the graph modes.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  leaky = _tf_leaky()
+  kernel("tensorflow", lambda x, *, alpha=0.2: leaky(x, tf.constant(alpha, x.dtype)),
+         "positional")
+  cg.register_kernel("leaky_relu", "tensorflow", lambda x, *, alpha=0.2: leaky(
+      x=x, alpha=tf.constant(alpha, x.dtype)), name="keywords", unsupported_modes={
+          m: "tf.custom_gradient takes keywords only eagerly" for m in (
+              "graph", "jit", "vectorized_map")})
+  try:
+    report = _check("leaky_relu", ["tensorflow"], impls=["positional", "keywords"])
+  finally:
+    cg.unregister_kernel("leaky_relu", "tensorflow", "keywords")
+  good, bad = (_custom_rows(report, impl=name, params="alpha=0.2")
+               for name in ("positional", "keywords"))
+  assert sorted(r.mode for r in good) == ["eager", "graph", "jit", "vectorized_map"]
+  assert all(r.ok for r in good), [r.note for r in good]
+  assert [r.mode for r in bad] == ["eager"] and not bad[0].ok
+  assert "the custom backward is not used in eager (kernel 'keywords'" in bad[0].note
+  assert all(r.ok for r in report.rows if r.check != "custom_rule")
 
 
 def test_a_kernel_without_a_reachable_rule_is_skipped_saying_why(kernel):

@@ -58,7 +58,7 @@ def test_all_devices_are_checked_and_compared_with_the_first(tmp_path):
         wanted |= {(m, "device") for m in modes}
       else:  # The first device's: variants, and each mode using the custom backward.
         wanted |= {(m, "variant") for m in VARIANT_MODES[backend]}
-        wanted |= {(m, "custom_rule") for m in modes}
+        wanted |= {(m, "custom_rule") for m in (*modes, *TRANSFORMS[backend])}
       assert checked == wanted, (backend, device)
   device_rows = [r for r in rows if r["check"] == "device"]
   assert all(r["note"].startswith("vs cpu:0") and r["ok"] for r in device_rows)

@@ -286,7 +286,8 @@ def test_cross_check_rows_for_eager_and_compile():
                    } | {("eager", "jvp"), ("eager", "second_order"), ("compile", "skipped"),
                         ("vmap", "forward"), ("vmap", "vjp"), ("batched_vjp", "forward"),
                         ("batched_vjp", "vjp"), ("eager", "variant"), ("compile", "variant"),
-                        ("eager", "custom_rule"), ("compile", "custom_rule")}
+                        *((m, "custom_rule") for m in ("eager", "compile", "vmap",
+                                                       "batched_vjp"))}
   notes = {r.note for r in report.rows if r.check == "skipped" and r.backend == "torch"}
   assert notes == {f"{kind}: {base.load('torch').UNSUPPORTED_CHECKS[(kind, 'compile')]}"
                    for kind in ("jvp", "second_order")}

@@ -43,7 +43,7 @@ def test_every_builtin_op_passes_jvp_second_order_and_vmap_rows_in_eager():
   assert set(checks) == {(op.name, label) for op in BUILTIN for label in
                          {r.params for r in report.rows if r.op == op.name}}
   want = {("eager", c) for c in ("forward", "vjp", "jvp", "second_order", "custom_rule")} | {
-      ("vmap", "forward"), ("vmap", "vjp")}
+      ("vmap", "forward"), ("vmap", "vjp"), ("vmap", "custom_rule")}
   for key, found in checks.items():
     assert found == want, key
 

@@ -30,7 +30,7 @@ def test_unsupported_mode_is_a_skipped_row_with_its_reason():
                           ("eager", "jvp"), ("eager", "second_order"), ("jit", "skipped"),
                           ("vmap", "skipped"), ("scan", "forward"), ("scan", "vjp"),
                           ("eager", "variant"),  # Not in jit, its first compiled mode.
-                          ("eager", "custom_rule")}
+                          ("eager", "custom_rule"), ("scan", "custom_rule")}
   assert by_mode[("jit", "skipped")].note == "unsupported by the op: planted reason"
   assert by_mode[("vmap", "skipped")].note == "unsupported by the op: no batching"
 

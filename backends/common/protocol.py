@@ -81,6 +81,8 @@ class HigherOrder(Protocol):
     EXTRA_MODES: further modes `evaluate` and `evaluate_higher_order` take that run only
       when asked for (``modes=``, ``--modes``): export round trips, e.g. ("saved_model",).
     TRANSFORMS: transformation modes `evaluate_transformed` takes, e.g. ("vmap", "scan").
+    EXTRA_TRANSFORMS (optional, default none): further ones it takes that run only when
+      asked for (``modes=``), e.g. torch's ("compiled_vmap",).
     UNSUPPORTED_CHECKS: ``{(check, mode): reason}`` for a higher-order check a mode cannot
       compute, e.g. ``{("jvp", "export"): "..."}``.
 
@@ -191,6 +193,7 @@ class Capabilities:
 
   EXTRA_MODES: tuple[str, ...] = ()
   TRANSFORMS: tuple[str, ...] = ()
+  EXTRA_TRANSFORMS: tuple[str, ...] = ()
   UNSUPPORTED_CHECKS: Mapping[tuple[str, str], str] = dataclasses.field(default_factory=dict)
   CONJUGATE_COMPLEX_GRADIENTS: bool = False
   NARROWED_INTEGERS: bool = False

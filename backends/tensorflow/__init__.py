@@ -10,10 +10,11 @@ from crossgrad.backends.tensorflow.emitter import (
 )
 from crossgrad.backends.tensorflow.harness import (
     EXTRA_MODES, TRANSFORMS, UNSUPPORTED_CHECKS, add_round_trip, evaluate,
-    evaluate_higher_order, evaluate_transformed, precision_scope,
+    evaluate_higher_order, evaluate_transformed, precision_scope, scaled_kernel,
 )
 
 __all__ = ("ARRAY_MODULES", "CONJUGATE_COMPLEX_GRADIENTS", "EXTRA_MODES", "MODES", "NAME",
            "TRANSFORMS", "UNSUPPORTED_CHECKS", "VERSION", "add_round_trip", "devices",
            "evaluate", "evaluate_higher_order", "evaluate_transformed", "get",
-           "precision_scope", "register_container", "set_cpu_device_count", "spec_of", "xp")
+           "precision_scope", "register_container", "scaled_kernel", "set_cpu_device_count",
+           "spec_of", "xp")

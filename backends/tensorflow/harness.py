@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from crossgrad.backends.common import base, op_core
+from crossgrad.backends.common import base, op_core, scaled_rules
 from crossgrad.backends.tensorflow import export
 from crossgrad.backends.tensorflow.emitter import MODES, NAME, get
 from crossgrad.registry import validation
@@ -183,3 +183,32 @@ def precision_scope(arrays: Sequence[Any], float32: str | None = None):
     yield
   finally:
     tf.config.experimental.enable_tensor_float_32_execution(enabled)
+
+
+def scaled_kernel(fn: Callable[..., Any], factor: float) -> Callable[..., Any] | None:
+  """``fn`` (a kernel) with its `tf.custom_gradient` function giving ``factor`` times its
+  cotangents, where ``fn`` is one or its closure holds one (`scaled_rules`); None where it
+  reaches none. The copy is called as the original is (a call with keyword arguments only
+  bypasses the rule in both)."""
+  return scaled_rules.scaled_kernel(fn, _is_rule, lambda rule: _scaled_rule(rule, factor))
+
+
+def _is_rule(value: Any) -> bool:
+  decorator = getattr(value, "_tf_decorator", None)
+  return getattr(decorator, "decorator_name", None) == "custom_gradient"
+
+
+def _scaled_rule(rule: Any, factor: float) -> Any:
+  """A `tf.custom_gradient` function of ``rule``'s forward whose gradient function returns
+  ``factor`` times ``rule``'s (input and variable cotangents alike)."""
+  forward = rule._tf_decorator.decorated_target  # pylint: disable=protected-access
+
+  def times(c):
+    return c * factor if isinstance(c, tf.Tensor) and (c.dtype.is_floating
+                                                        or c.dtype.is_complex) else c
+
+  @tf.custom_gradient
+  def scaled(*args, **kwargs):
+    outputs, gradient = forward(*args, **kwargs)
+    return outputs, lambda *g, **kw: tf.nest.map_structure(times, gradient(*g, **kw))
+  return scaled

@@ -10,11 +10,12 @@ from crossgrad.backends.torch.emitter import (
     register_container, set_cpu_device_count, spec_of, warm_up, xp,
 )
 from crossgrad.backends.torch.harness import (
-    EXTRA_MODES, LAYOUTS, TRANSFORMS, UNSUPPORTED_CHECKS, evaluate, evaluate_higher_order,
-    evaluate_transformed, precision_scope, scaled_kernel,
+    EXTRA_MODES, EXTRA_TRANSFORMS, LAYOUTS, TRANSFORMS, UNSUPPORTED_CHECKS, evaluate,
+    evaluate_higher_order, evaluate_transformed, precision_scope, scaled_kernel,
 )
 
-__all__ = ("ARRAY_MODULES", "CONJUGATE_COMPLEX_GRADIENTS", "CREATION", "EXTRA_MODES", "LAYOUTS",
+__all__ = ("ARRAY_MODULES", "CONJUGATE_COMPLEX_GRADIENTS", "CREATION", "EXTRA_MODES",
+           "EXTRA_TRANSFORMS", "LAYOUTS",
            "MODES", "NAME", "STANDARD", "TRANSFORMS", "UNSUPPORTED_CHECKS", "VERSION", "as_dtype",
            "compile_cache_stats", "devices", "enable_compile_cache", "evaluate",
            "evaluate_higher_order", "evaluate_transformed", "find_device", "get",

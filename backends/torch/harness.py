@@ -22,6 +22,9 @@ from crossgrad.registry.opdef import OpDef
 
 EXTRA_MODES = ()  # No export round trip yet.
 TRANSFORMS = ("vmap", "batched_vjp")
+# Run when asked for: ``vmap`` under `torch.compile`, where Dynamo traces the op's
+# autograd.Function inside a torch.func transform.
+EXTRA_TRANSFORMS = ("compiled_vmap",)
 LAYOUTS = ("strided",)
 UNSUPPORTED_CHECKS = {
     ("jvp", "compile"): "torch.compile cannot trace an autograd.Function with a custom jvp "
@@ -171,12 +174,13 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
                          cotangents: Sequence[Any] | None = None):
   """Outputs and input cotangents of a batch (axis 0 of every array): ``vmap``,
   `torch.func.vmap` of the per-example VJP (`torch.func.vjp`), the op's vmap rule
-  generated from its forward and backward (``generate_vmap_rule``); ``batched_vjp``: at
+  generated from its forward and backward (``generate_vmap_rule``); ``compiled_vmap``: the
+  same under ``torch.compile(fullgraph=True)``; ``batched_vjp``: at
   the batch's first example, its outputs and `torch.func.vmap` of its one VJP function over
   ``cotangents`` (output cotangents stacked on axis 0; ``cotangent`` where None): the
   backward runs on batched cotangents and unbatched saved tensors."""
   for transform in transforms:
-    base.check_mode(NAME, transform, TRANSFORMS)
+    base.check_mode(NAME, transform, TRANSFORMS + EXTRA_TRANSFORMS)
   target, args = _on_device(op, inputs, device)
   fn = get(op, **params)
   present = [k for k, c in enumerate(cotangent) if c is not None]
@@ -204,6 +208,9 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
   for transform in transforms:
     if transform == "vmap":
       outs, grads = torch.func.vmap(example)(args, tensors(cotangent))
+    elif transform == "compiled_vmap":
+      outs, grads = torch.compile(base.own_code(lambda *both: torch.func.vmap(example)(*both)),
+                                  fullgraph=True, dynamic=False)(args, tensors(cotangent))
     else:
       outs, grads = batched_vjp(tensors(cotangent if cotangents is None else cotangents))
     results[transform] = (tuple(_to_numpy(o) for o in outs),

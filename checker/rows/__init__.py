@@ -60,6 +60,7 @@ KINDS: list[RowKind] = [
     RowKind("variant", Scope.MODE, variant_rows.backend),
     RowKind("custom_rule", Scope.MODE, custom_rule.rows, complex_inputs=True),
     RowKind("transforms", Scope.DEVICE, backend_rows.transforms),
+    RowKind("custom_rule_transforms", Scope.DEVICE, custom_rule.transform_rows),
 ]
 
 

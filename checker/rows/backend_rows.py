@@ -86,14 +86,18 @@ def jvp_second_order(run: ModeRun) -> list[Row]:
 
 
 def transforms(run: DeviceRun) -> list[Row]:
-  """``forward`` and ``vjp`` in each transformation mode, on a batch."""
+  """``forward`` and ``vjp`` in each transformation mode, on a batch (what each returned
+  kept in ``run.transformed``)."""
   chosen = higher_order.transforms_of(run.module, run.settings.modes)
   if not chosen:
     return []
   higher = run.target.higher
   run.settings.say(f"  {higher.op.name} {higher.label} {higher.dtype} {run.name} {run.device} "
                    f"{', '.join(chosen)}")
-  return higher_order.transform_rows(higher, run.name, run.module, run.device, chosen)
+  rows, results = higher_order.transform_rows(higher, run.name, run.module, run.device,
+                                              chosen)
+  run.transformed.update(results)
+  return rows
 
 
 def device_row(context: RowContext, results, first, names, tolerance,

@@ -1,5 +1,6 @@
-"""The ``custom_rule`` rows (`Scope.MODE`): each mode uses the op's custom backward (a
-kernel's own rule), not the framework's derivative of the forward.
+"""The ``custom_rule`` rows: each execution mode (`Scope.MODE`) and each transformation
+mode (`Scope.DEVICE`) uses the op's custom backward (a kernel's own rule), not the
+framework's derivative of the forward.
 
 The mode runs a sentinel once more: the op with its backward returning every cotangent
 times 2 (exact in floating point), under a name of its own (``<op>.sentinel``) so that no
@@ -7,9 +8,9 @@ cache hands back the original; for a kernel, the kernel with its rule scaled lik
 backend's ``scaled_kernel``). Where the mode uses the rule, the sentinel's cotangents are
 twice the mode's own; where it differentiates the forward instead (Dynamo under
 `torch.func.grad`, `tf.custom_gradient` called with keyword arguments) they are the same,
-and the row fails. Every execution mode of the backend, the first device, one dtype (the
-``variant`` rows': float64 where the check has it); transformation and export modes, and
-higher-order rules, are not covered.
+and the row fails. Every execution and transformation mode of the backend, the first
+device, one dtype (the ``variant`` rows': float64 where the check has it); export modes
+and higher-order rules are not covered.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from crossgrad.backends.common import base
-from crossgrad.checker import compare, round_trips
-from crossgrad.checker.report import Check, Row, first_line
+from crossgrad.checker import compare, higher_order, round_trips
+from crossgrad.checker.report import Check, Row, RowContext, first_line
 from crossgrad.checker.rows import setting
 from crossgrad.registry import kernels
 from crossgrad.registry.opdef import OpDef
@@ -54,10 +55,13 @@ def _runs_here(run: setting.ModeRun) -> bool:
   context = run.context
   if context.dtype != run.settings.variant_dtype or context.mode not in run.module.MODES:
     return False
-  if getattr(run.module, "RUNS_REGISTERED_OPS_ONLY", False):  # No sentinel reaches it.
-    return False
   first = run.first.get(context.mode)
-  return first is None or first[0] == context.device
+  return _reaches(run.module) and (first is None or first[0] == context.device)
+
+
+def _reaches(module) -> bool:
+  """Whether a sentinel reaches ``module``: not where it runs registered ops only."""
+  return not getattr(module, "RUNS_REGISTERED_OPS_ONLY", False)
 
 
 def rows(run: setting.ModeRun) -> list[Row]:
@@ -65,42 +69,61 @@ def rows(run: setting.ModeRun) -> list[Row]:
   if not _runs_here(run):
     return []
   target, context = run.target, run.context
-  impl = base.current_implementation()
   started = time.perf_counter()
-  op = sentinel(target.op)
-  kernel = None if impl in (None, kernels.EMITTED) else impl
-  if kernel is None:
-    try:
-      got = run.evaluate(op)[1]
-    except Exception as e:  # pylint: disable=broad-except
-      got = context.row(Check.CUSTOM_RULE, note="the sentinel (the backward scaled by 2) "
-                        f"raised: {first_line(e)}")
-  else:
-    got = _kernel_cotangents(run, op, kernel)
+  got = _sentinel_results(target, context, run.module, run.evaluate)
+  seconds = time.perf_counter() - started
   if isinstance(got, Row):
-    return [dataclasses.replace(got, seconds=time.perf_counter() - started)]
-  return [_verdict(run, got, kernel, time.perf_counter() - started)]
+    return [dataclasses.replace(got, seconds=seconds)]
+  return [_verdict(context, got[1], run.results[1], target, seconds)]
 
 
-def _kernel_cotangents(run: setting.ModeRun, op: OpDef, impl: str):
-  """The cotangents of kernel ``impl`` with its rule scaled, run as ``op``'s kernel; a row
-  instead where there are none (``skipped`` where the rule is out of reach)."""
-  context = run.context
-  kernel = kernels.lookup(run.target.op.name, context.backend, impl)
-  scale = round_trips.capabilities(run.module).scaled_kernel
+def transform_rows(run: setting.DeviceRun) -> list[Row]:
+  """One ``custom_rule`` row per transformation mode that ran (``run.transformed``): the
+  sentinel's cotangents under the transformation against twice the mode's own."""
+  higher = run.target.higher
+  if (not run.transformed or not run.first_device or not _reaches(run.module)
+      or higher.dtype != run.settings.variant_dtype):
+    return []
+  chosen = list(run.transformed)
+  context = RowContext(higher.op.name, higher.label, run.name, run.device, higher.dtype, "-")
+  started = time.perf_counter()
+  got = _sentinel_results(run.target, context, run.module, lambda op: (
+      higher_order.evaluate_transforms(higher, run.module, run.device, chosen, op=op)))
+  seconds = (time.perf_counter() - started) / len(chosen)
+  if isinstance(got, Row):
+    return [dataclasses.replace(got, mode=t, seconds=seconds) for t in chosen]
+  return [_verdict(context.at(mode=t), got[t][1], run.transformed[t][1], run.target, seconds)
+          for t in chosen]
+
+
+def _sentinel_results(target: setting.Target, context: RowContext, module, evaluate):
+  """``evaluate(sentinel)``: the op's sentinel, or the current kernel with its rule scaled
+  run as the sentinel's kernel; a row instead where there are none (``skipped`` where the
+  rule is out of reach, failing where the sentinel raised)."""
+  impl = base.current_implementation()
+  op = sentinel(target.op)
+  if impl in (None, kernels.EMITTED):
+    try:
+      return evaluate(op)
+    except Exception as e:  # pylint: disable=broad-except
+      return context.row(Check.CUSTOM_RULE, note="the sentinel (the backward scaled by 2) "
+                         f"raised: {first_line(e)}")
+  kernel = kernels.lookup(target.op.name, context.backend, impl)
+  scale = round_trips.capabilities(module).scaled_kernel
   if kernel not in _SCALED:
     _SCALED[kernel] = None if scale is None else scale(kernel.fn, FACTOR)
   scaled = _SCALED[kernel]
   if scaled is None:
     why = (f"{context.backend} has no scaled_kernel" if scale is None else
-           "it is neither a jax.custom_vjp or custom_jvp, nor a torch.autograd.Function "
-           "or its apply, nor a function whose closure holds one")
+           "it is not a rule object (a jax.custom_vjp or custom_jvp, a "
+           "torch.autograd.Function or its apply, a tf.custom_gradient function), nor a "
+           "function whose closure or globals hold one")
     return context.row(Check.SKIPPED, ok=True, note="custom_rule: the sentinel cannot "
                        f"reach kernel {impl!r}'s own rule ({why})")
   kernels.register_kernel(op, context.backend, scaled, name=impl,
                           unsupported_modes=kernel.unsupported_modes)
   try:
-    return run.evaluate(op)[1]
+    return evaluate(op)
   except Exception as e:  # pylint: disable=broad-except
     return context.row(Check.CUSTOM_RULE, note=f"the sentinel (kernel {impl!r}'s rule "
                        f"scaled by 2) raised: {first_line(e)}")
@@ -113,11 +136,9 @@ def _nonzero(x) -> bool:
   return bool(np.any(np.isfinite(x) & (x != 0)))
 
 
-def _verdict(run: setting.ModeRun, got, kernel: str | None, seconds: float) -> Row:
-  """The row: ``got`` (the sentinel's cotangents) against `FACTOR` times the mode's own
-  (``kernel``'s rule, else the op's backward, scaled)."""
-  target, context = run.target, run.context
-  own = run.results[1]
+def _verdict(context: RowContext, got, own, target: setting.Target, seconds: float) -> Row:
+  """The row: ``got`` (the sentinel's cotangents) against `FACTOR` times ``own`` (the
+  mode's: the current kernel's rule, else the op's backward)."""
   names = target.names[1]
   present = [i for i, c in enumerate(own) if c is not None and compare.is_inexact(
       np.asarray(c).dtype)]
@@ -136,7 +157,8 @@ def _verdict(run: setting.ModeRun, got, kernel: str | None, seconds: float) -> R
   unscaled = [names[i] for i in present if _nonzero(own[i]) and compare.compare(
       [got[i]], [own[i]], [names[i]], tolerance, whole_vector=True).ok]
   if unscaled:
-    whose = "" if kernel is None else f" (kernel {kernel!r}'s rule)"
+    impl = base.current_implementation()
+    whose = "" if impl in (None, kernels.EMITTED) else f" (kernel {impl!r}'s rule)"
     note = (f"the custom backward is not used in {context.mode}{whose}: scaled by 2, "
             f"{', '.join(unscaled)} came out unscaled: {context.backend} differentiates the "
             "forward (or another rule) instead in this mode, so a surrogate or a fixed-up "

@@ -128,11 +128,16 @@ class ModeRun:
 
 @dataclasses.dataclass(frozen=True)
 class DeviceRun:
-  """The `Scope.DEVICE` record: one backend and device, after its modes."""
+  """The `Scope.DEVICE` record: one backend and device, after its modes. ``first_device``:
+  whether ``device`` is the first the backend runs on; ``transformed``: what each
+  transformation mode returned (outputs, cotangents), which the ``transforms`` kind fills
+  for the kinds after it (the ``custom_rule`` kind's sentinel)."""
 
   target: Target
   name: str
   module: Any
   device: str
   settings: Settings
+  first_device: bool = True
+  transformed: dict = dataclasses.field(default_factory=dict)
 
