@@ -29,19 +29,49 @@ def _modes(fn):
 X = np.array([-2.5, -0.0, 0.0, 0.5, 3.0, math.nan, math.inf, -math.inf])
 
 
-@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
-@pytest.mark.parametrize("name", ["maximum", "minimum", "logaddexp", "atan2", "hypot",
-                                  "nextafter", "copysign", "less", "equal", "add", "pow"])
-@pytest.mark.parametrize("scalar_first", [False, True])
-def test_binary_with_a_python_scalar(name, mode, scalar_first):
-  def call(ns, x):
-    return getattr(ns, name)(0.5, x) if scalar_first else getattr(ns, name)(x, 0.5)
+SCALAR_FUNCTIONS = ["maximum", "minimum", "logaddexp", "atan2", "hypot", "nextafter",
+                    "copysign", "less", "equal", "add", "pow"]
 
+
+def _with_a_python_scalar(ns, name, scalar_first, x):
+  return getattr(ns, name)(0.5, x) if scalar_first else getattr(ns, name)(x, 0.5)
+
+
+def _scalar_values(name):
   # pow(-inf, 0.5) is +inf in the standard and torch, NaN in NumPy: left out.
-  values = X[:-1] if name == "pow" else X
+  return X[:-1] if name == "pow" else X
+
+
+@pytest.fixture(scope="module")
+def compiled_with_a_python_scalar():
+  """``{(name, scalar_first): output}`` of every case of test_binary_with_a_python_scalar
+  under torch.compile (float32), all compiled as one graph: one compilation, not one per
+  case; each output is its own case's call."""
+  cases = [(name, first) for name in SCALAR_FUNCTIONS for first in (False, True)]
+
+  def every_case(x, x_pow):
+    return [_with_a_python_scalar(xp, name, first, x_pow if name == "pow" else x)
+            for name, first in cases]
+
+  outs = _modes(every_case)["compile"](torch.from_numpy(X.astype(np.float32)),
+                                       torch.from_numpy(_scalar_values("pow").astype(np.float32)))
+  return dict(zip(cases, outs))
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
+@pytest.mark.parametrize("name", SCALAR_FUNCTIONS)
+@pytest.mark.parametrize("scalar_first", [False, True])
+def test_binary_with_a_python_scalar(name, mode, scalar_first, request):
+  def call(ns, x):
+    return _with_a_python_scalar(ns, name, scalar_first, x)
+
+  values = _scalar_values(name)
   for dtype in (np.float32, np.float64) if mode == "eager" else (np.float32,):
     x = values.astype(dtype)
-    out = _modes(lambda t: call(xp, t))[mode](torch.from_numpy(x))
+    if mode == "compile":  # The module's one graph of every case (float32).
+      out = request.getfixturevalue("compiled_with_a_python_scalar")[name, scalar_first]
+    else:
+      out = _modes(lambda t: call(xp, t))[mode](torch.from_numpy(x))
     with np.errstate(invalid="ignore"):
       expected = call(nxp, x)
     assert out.dtype == getattr(xp, expected.dtype.name)  # The array's dtype, as NumPy's.
@@ -103,8 +133,15 @@ def test_indices_of_any_integer_dtype(mode, index_dtype):
   ]
   if mode == "eager":  # A repeated shape depends on the data: eager only.
     cases.append((lambda ns, a, r: ns.repeat(a, r, axis=0), (x, repeats)))
-  for fn, args in cases:
-    out = _modes(lambda *t, fn=fn: fn(xp, *t))[mode](*map(torch.from_numpy, args))
+  if mode == "compile":  # Both cases in one graph: one compilation per index dtype.
+    def both(*flat):
+      return [fn(xp, *flat[2 * k:2 * k + 2]) for k, (fn, _) in enumerate(cases)]
+    outs = _modes(both)[mode](*(torch.from_numpy(a) for _, args in cases for a in args))
+  else:
+    outs = [_modes(lambda *t, fn=fn: fn(xp, *t))[mode](*map(torch.from_numpy, args))
+            for fn, args in cases]
+  assert len(outs) == len(cases)
+  for (fn, args), out in zip(cases, outs):
     np.testing.assert_array_equal(out.numpy(), fn(nxp, *args))
 
 
