@@ -5,7 +5,9 @@ both: ``call(xp, *arrays)`` on tf.Tensors (eagerly and in ``tf.function(jit_comp
 must give NumPy's values and dtypes for the same inputs.
 """
 
+import functools
 import math
+import sys
 import types
 
 import ml_dtypes
@@ -42,8 +44,16 @@ def _run(mode, call, *arrays):
 
 
 def _check(mode, call, *arrays, rtol=1e-6, atol=0.0, expected=None):
-  """The TF result equals NumPy's (or ``expected``) in values and dtypes."""
-  got = _run(mode, call, *arrays)
+  """The TF result equals NumPy's (or ``expected``) in values and dtypes. In a test under
+  `_one_graph`, compiled checks run at the test's end, together."""
+  if mode == "jit" and _PENDING is not None:
+    line = sys._getframe(1).f_lineno  # pylint: disable=protected-access  # For its failure.
+    _PENDING.append((call, arrays, rtol, atol, expected, line))
+    return
+  _compare(_run(mode, call, *arrays), call, arrays, rtol, atol, expected)
+
+
+def _compare(got, call, arrays, rtol, atol, expected):
   if expected is None:
     with np.errstate(all="ignore"):
       expected = call(np, *arrays)
@@ -56,6 +66,49 @@ def _check(mode, call, *arrays, rtol=1e-6, atol=0.0, expected=None):
     np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
     if g.dtype.kind == "f":  # Signed zeros are part of the value.
       np.testing.assert_array_equal(np.signbit(g[g == 0]), np.signbit(w[g == 0]))
+
+
+_PENDING = None  # The compiled checks of the running `_one_graph` test.
+
+
+def _run_together(checks):
+  """Each check's ``call(xp, *its tensors)``, all in one ``tf.function(jit_compile=True)``
+  (one XLA compilation); results as NumPy values, one per check."""
+  sizes = [len(arrays) for _, arrays, *_ in checks]  # checks: `_PENDING`'s entries.
+  tensors = [tf.constant(a) for _, arrays, *_ in checks for a in arrays]
+
+  def every_check(*t):
+    outs, start = [], 0
+    for (call, *_), n in zip(checks, sizes):
+      outs.append(call(xp, *t[start:start + n]))
+      start += n
+    return outs
+
+  got = tf.function(every_check, jit_compile=True, autograph=False)(*tensors)
+  return [tf.nest.map_structure(lambda t: t.numpy(), g) for g in got]
+
+
+def _one_graph(test):
+  """``test`` with its compiled (``mode="jit"``) checks compiled as one function once it
+  has run, then compared as `_check` compares each: one compilation per test, not one per
+  check."""
+  @functools.wraps(test)
+  def run(**kwargs):
+    global _PENDING  # pylint: disable=global-statement
+    if kwargs.get("mode") != "jit":
+      return test(**kwargs)
+    _PENDING = []
+    try:
+      test(**kwargs)
+      checks = _PENDING
+    finally:
+      _PENDING = None
+    for (*check, line), got in zip(checks, _run_together(checks) if checks else []):
+      try:
+        _compare(got, *check)
+      except AssertionError as e:
+        raise AssertionError(f"the check at line {line}: {e}") from e
+  return run
 
 
 # The standard's names (2024.12: 133 functions, 13 dtypes, 5 constants, 2 extensions). -------
@@ -116,6 +169,7 @@ _SCALAR_CASES = [(d, s) for d in (np.bool_, np.int8, np.uint8, np.int32, np.floa
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype,scalar", _SCALAR_CASES)
+@_one_graph
 def test_python_scalars_are_weak_as_in_numpy(mode, dtype, scalar):
   x = np.array([0, 1, 1], dtype)
   _check(mode, lambda m, a: m.multiply(a, scalar), x)
@@ -124,6 +178,7 @@ def test_python_scalars_are_weak_as_in_numpy(mode, dtype, scalar):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@_one_graph
 def test_python_scalars_keep_their_sign_also_nan(mode, dtype):
   """Each sign met after the other (eager scalars are kept tensors): copysign reads a NaN's
   sign bit, and where returns the scalar itself."""
@@ -135,6 +190,7 @@ def test_python_scalars_keep_their_sign_also_nan(mode, dtype):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_mixed_arrays_promote(mode):
   i8, u8 = np.array([-3, 100], np.int8), np.array([200, 7], np.uint8)
   _check(mode, lambda m, a, b: m.add(a, b), i8, u8)  # int16
@@ -159,6 +215,7 @@ _UNARY = {
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(_UNARY))
+@_one_graph
 def test_unary(mode, name):
   _check(mode, lambda m, a: getattr(m, name)(a), _UNARY[name], rtol=2e-6)
 
@@ -166,6 +223,7 @@ def test_unary(mode, name):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ["expm1", "log1p", "sqrt", "exp", "tanh", "sign", "round",
                                   "conj", "real", "imag", "abs"])
+@_one_graph
 def test_unary_complex(mode, name):
   z = np.array([1e-9 + 2e-9j, 0.3 - 0.2j, -1.5 + 2.5j, 0j], np.complex128)
   _check(mode, lambda m, a: getattr(m, name)(a), z, rtol=1e-12, atol=1e-15)  # NumPy: 1e-16.
@@ -174,6 +232,7 @@ def test_unary_complex(mode, name):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ["log", "log2", "log10", "log1p"])
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@_one_graph
 def test_complex_logarithms_far_from_and_near_one(mode, name, dtype):
   """TF's own complex log returns NaN real parts for tiny and huge magnitudes."""
   tiny, huge = (1e-30, 1e30) if dtype == np.complex64 else (1e-253, 1e200)
@@ -186,6 +245,7 @@ def test_complex_logarithms_far_from_and_near_one(mode, name, dtype):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_division_follows_python(mode):
   a = np.array([-7.5, 7.5, -7.5, 7.5, 1.0, 5.0, -0.0, 3.0], np.float64)
   b = np.array([2.0, -2.0, -2.0, 2.0, 0.1, inf, 4.0, -inf], np.float64)
@@ -223,6 +283,7 @@ def test_division_is_differentiable_in_both_modes():
     np.testing.assert_allclose(gb.numpy(), -floor if fn is xp.remainder else np.zeros(5))
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_binary_float_functions(mode):
   a = np.array([1.0, nan, -0.0, 3.0, -inf, 1e30], np.float32)
   b = np.array([nan, 2.0, 0.0, -4.0, 2.0, 1e30], np.float32)
@@ -232,6 +293,7 @@ def test_binary_float_functions(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_bitwise_and_integer_pow(mode):
   x = np.array([1, -8, 5, 3, 1 << 20], np.int32)
   n = np.array([0, 1, 31, 32, 40], np.int32)  # Shifts past the width give 0 (or -1).
@@ -249,6 +311,7 @@ def test_bitwise_and_integer_pow(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_clip_and_where(mode):
   _check(mode, lambda m, a: m.clip(a, -1.0, 2), _F)
   _check(mode, lambda m, a: m.clip(a, max=m.asarray([0.5], dtype=m.float32)), _NAN)
@@ -259,6 +322,7 @@ def test_clip_and_where(mode):
 # Creation and data type functions. -----------------------------------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_creation(mode):
   _check(mode, lambda m: m.arange(5))
   _check(mode, lambda m: m.arange(1, 2, 0.1, dtype=m.float64))
@@ -303,6 +367,7 @@ def test_data_type_functions():
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_astype(mode):
   _check(mode, lambda m, a: m.astype(a, m.int16), _F)
   _check(mode, lambda m, a: m.astype(a, m.bool), _F)
@@ -312,6 +377,7 @@ def test_astype(mode):
 # Indexing, manipulation. ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_indexing(mode):
   _check(mode, lambda m, a: m.take(a, m.asarray([2, -1, 0]), axis=1), _I)
   _check(mode, lambda m, a: m.take(a[0], m.asarray([1, 1])), _I)
@@ -321,6 +387,7 @@ def test_indexing(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_manipulation(mode):
   x = _M
   _check(mode, lambda m, a: m.concat([a, a[:1]], axis=0), x)
@@ -341,6 +408,7 @@ def test_manipulation(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_functions_the_conformance_suite_checks_with_operators(mode):
   """Mixed dtypes, int8 repeats, 11 dimensions: the namespace is right where array-api-tests
   fails TF on tf.Tensor's operators and indexing (see docs/array-api.md)."""
@@ -369,6 +437,7 @@ def test_manipulation_errors_and_data_dependent_repeat():
 # Searching, sorting, sets. -------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_searching(mode):
   ties = np.array([[1.0, 3.0, 3.0, nan, nan], [2.0, -1.0, -1.0, 0.0, 2.0]], np.float32)
   for keepdims in (False, True):
@@ -383,6 +452,7 @@ def test_searching(mode):
 
 
 @pytest.mark.parametrize("mode", ["eager", "graph"])
+@_one_graph
 def test_data_dependent_shapes(mode):
   _check(mode, lambda m, a: m.nonzero(a), _I)
   x = np.array([3.0, nan, 1.0, -0.0, 3.0, nan, 0.0, 1.0], np.float32)
@@ -395,6 +465,7 @@ def test_data_dependent_shapes(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_sorting(mode):
   x = np.array([[2.0, nan, -0.0, 1.0, 0.0, -inf, 1.0], [3.0, 3.0, 1.0, nan, 2.0, 1.0, 0.0]],
                np.float32)
@@ -413,6 +484,7 @@ def test_sorting(mode):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+@_one_graph
 def test_sorting_in_half_precision(mode, dtype):
   """float16 and bfloat16 sort, argsort and find their extremes as float32 does, in NumPy's
   order (NaN last; the first NaN is the extreme): they raised TypeError."""
@@ -433,6 +505,7 @@ def test_sorting_in_half_precision(mode, dtype):
 # Statistical and utility functions. ----------------------------------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_statistics(mode):
   _check(mode, lambda m, a: m.var(a, axis=1, correction=1), _M, rtol=1e-12)
   _check(mode, lambda m, a: m.var(a, axis=0, correction=0.3), _M, rtol=1e-12)
@@ -453,6 +526,7 @@ def test_statistics(mode):
 # Linear algebra. -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_linalg_values(mode):
   la = lambda m: m.linalg
   _check(mode, lambda m, a: la(m).det(a), _M, rtol=1e-12)
@@ -487,6 +561,7 @@ def test_linalg_values(mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_linalg_factorizations_reconstruct(mode):
   def reconstructions(m, a):
     w, v = m.linalg.eigh(a)
@@ -511,6 +586,7 @@ def test_linalg_complex_svd_is_eager_only_and_documented():
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_fft(mode):
   z = _M + 1j * _M[::-1]
   tol = dict(rtol=1e-12, atol=1e-12)
@@ -593,6 +669,7 @@ def _same_special(got, want, rtol, what):
 
 @pytest.mark.parametrize("mode, dtype", [("eager", np.complex64), ("eager", np.complex128),
                                          ("jit", np.complex128)])  # One compilation: ~10 s.
+@_one_graph
 def test_complex_special_cases(mode, dtype):
   """All cases in one call (one XLA compilation), a 1-D array of a function's cases each."""
   rtol = 1e-6 if dtype == np.complex64 else 1e-15
@@ -606,6 +683,7 @@ def test_complex_special_cases(mode, dtype):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@_one_graph
 def test_cumulative_of_small_and_unsigned_integers(mode):
   """XLA has no cumsum/cumprod of 8/16-bit or unsigned integers; products wrap as NumPy's."""
   u8, i16 = np.array([200, 100, 3, 0, 255], np.uint8), np.array([300, -7, 2, 9, 4], np.int16)

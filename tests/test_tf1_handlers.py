@@ -3,6 +3,8 @@ inputs (broadcasting, attributes, float32 and float64), in JAX eager and jit. Ar
 case are the traced function's inputs (replayed by the handler); lists and numbers are
 constants TF folds (axes, shapes, sizes) or attributes."""
 
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -248,10 +250,12 @@ def _split(kwargs, dtype):
   return arrays, build
 
 
-@pytest.mark.parametrize("op_type", sorted(CASES))
-@pytest.mark.parametrize("dtype", ("float32", "float64"))
-def test_handler_matches_the_raw_op(op_type, dtype):
+@functools.cache
+def _prepared(op_type, dtype):
+  """Per case of ``op_type`` in ``dtype``: its keywords, its arrays, the raw op's outputs
+  and the translated program (made once: the test and `jitted` share them)."""
   raw = getattr(tf.raw_ops, op_type)
+  prepared = []
   for kwargs in CASES[op_type]:
     kwargs = {k: (np.asarray(v).astype(dtype) if isinstance(v, np.floating) else v)
               for k, v in _complete(op_type, kwargs).items()}
@@ -263,14 +267,72 @@ def test_handler_matches_the_raw_op(op_type, dtype):
     want = [w.numpy() for w in (want if isinstance(want, (list, tuple)) else [want])]
     program = translate.Program(lambda *xs: raw(**build(*xs)),
                                 [tf.TensorSpec(a.shape, a.dtype) for a in arrays])
+    prepared.append((kwargs, arrays, want, program))
+  return prepared
+
+
+def _jit_one_by_one(op_type, dtype):
+  with jax.enable_x64(dtype == "float64"):
+    return [jax.jit(lambda *xs, p=program: p(jax_backend.xp, *xs))(*arrays)
+            for _, arrays, _, program in _prepared(op_type, dtype)]
+
+
+def _jit_all_at_once(dtype):
+  """``{op_type: outputs per case}`` of every case in ``dtype`` from one `jax.jit` of all
+  the programs (one XLA compilation, not one per case); None if that fails."""
+  try:
+    programs = [(op_type, program, len(arrays)) for op_type in sorted(CASES)
+                for _, arrays, _, program in _prepared(op_type, dtype)]
+    flat = [a for op_type in sorted(CASES) for _, arrays, _, _ in _prepared(op_type, dtype)
+            for a in arrays]
+
+    def every_case(*xs):
+      outs, start = [], 0
+      for _, program, n in programs:
+        outs.append(program(jax_backend.xp, *xs[start:start + n]))
+        start += n
+      return outs
+
+    with jax.enable_x64(dtype == "float64"):
+      outs = jax.jit(every_case)(*flat)
+  except Exception:  # pylint: disable=broad-except  # Each case's own jit shows the error.
+    return None
+  found = {}
+  for (op_type, _, _), out in zip(programs, outs):
+    found.setdefault(op_type, []).append(out)
+  return found
+
+
+@pytest.fixture(scope="module")
+def jitted():
+  """``jitted(op_type, dtype)``: each case's translated program under `jax.jit`, outputs
+  per case. Every case of a dtype compiles as one jitted function; should that fail, each
+  compiles alone, so a failure lands on its own test."""
+  every = {}
+
+  def outputs(op_type, dtype):
+    if dtype not in every:
+      every[dtype] = _jit_all_at_once(dtype)
+    if every[dtype] is None:
+      return _jit_one_by_one(op_type, dtype)
+    return every[dtype][op_type]
+  return outputs
+
+
+@pytest.mark.parametrize("op_type", sorted(CASES))
+@pytest.mark.parametrize("dtype", ("float32", "float64"))
+def test_handler_matches_the_raw_op(op_type, dtype, jitted):
+  for _, _, _, program in _prepared(op_type, dtype):
     assert not program.missing, program.missing
     replayed = [op.type for op in program._ops  # pylint: disable=protected-access
                 if op.outputs[0].ref() not in program._static]  # pylint: disable=protected-access
     assert op_type in replayed or op_type in handlers.SHAPE_OPS, replayed  # Not folded.
-    for jit in (False, True):
-      run = lambda *xs: program(jax_backend.xp, *xs)  # noqa: E731
-      with jax.enable_x64(dtype == "float64"):
-        got = (jax.jit(run) if jit else run)(*arrays)
+  compiled = jitted(op_type, dtype)
+  assert len(compiled) == len(CASES[op_type])
+  for (kwargs, arrays, want, program), by_jit in zip(_prepared(op_type, dtype), compiled):
+    with jax.enable_x64(dtype == "float64"):
+      eager = program(jax_backend.xp, *arrays)
+    for got in (eager, by_jit):
       assert len(got) == len(want)
       for a, b in zip(got, want):
         assert np.asarray(a).dtype == b.dtype, (op_type, kwargs)

@@ -29,19 +29,49 @@ def _modes(fn):
 X = np.array([-2.5, -0.0, 0.0, 0.5, 3.0, math.nan, math.inf, -math.inf])
 
 
-@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
-@pytest.mark.parametrize("name", ["maximum", "minimum", "logaddexp", "atan2", "hypot",
-                                  "nextafter", "copysign", "less", "equal", "add", "pow"])
-@pytest.mark.parametrize("scalar_first", [False, True])
-def test_binary_with_a_python_scalar(name, mode, scalar_first):
-  def call(ns, x):
-    return getattr(ns, name)(0.5, x) if scalar_first else getattr(ns, name)(x, 0.5)
+SCALAR_FUNCTIONS = ["maximum", "minimum", "logaddexp", "atan2", "hypot", "nextafter",
+                    "copysign", "less", "equal", "add", "pow"]
 
+
+def _with_a_python_scalar(ns, name, scalar_first, x):
+  return getattr(ns, name)(0.5, x) if scalar_first else getattr(ns, name)(x, 0.5)
+
+
+def _scalar_values(name):
   # pow(-inf, 0.5) is +inf in the standard and torch, NaN in NumPy: left out.
-  values = X[:-1] if name == "pow" else X
+  return X[:-1] if name == "pow" else X
+
+
+@pytest.fixture(scope="module")
+def compiled_with_a_python_scalar():
+  """``{(name, scalar_first): output}`` of every case of test_binary_with_a_python_scalar
+  under torch.compile (float32), all compiled as one graph: one compilation, not one per
+  case; each output is its own case's call."""
+  cases = [(name, first) for name in SCALAR_FUNCTIONS for first in (False, True)]
+
+  def every_case(x, x_pow):
+    return [_with_a_python_scalar(xp, name, first, x_pow if name == "pow" else x)
+            for name, first in cases]
+
+  outs = _modes(every_case)["compile"](torch.from_numpy(X.astype(np.float32)),
+                                       torch.from_numpy(_scalar_values("pow").astype(np.float32)))
+  return dict(zip(cases, outs))
+
+
+@pytest.mark.parametrize("mode", ["eager", "compile", "vmap"])
+@pytest.mark.parametrize("name", SCALAR_FUNCTIONS)
+@pytest.mark.parametrize("scalar_first", [False, True])
+def test_binary_with_a_python_scalar(name, mode, scalar_first, request):
+  def call(ns, x):
+    return _with_a_python_scalar(ns, name, scalar_first, x)
+
+  values = _scalar_values(name)
   for dtype in (np.float32, np.float64) if mode == "eager" else (np.float32,):
     x = values.astype(dtype)
-    out = _modes(lambda t: call(xp, t))[mode](torch.from_numpy(x))
+    if mode == "compile":  # The module's one graph of every case (float32).
+      out = request.getfixturevalue("compiled_with_a_python_scalar")[name, scalar_first]
+    else:
+      out = _modes(lambda t: call(xp, t))[mode](torch.from_numpy(x))
     with np.errstate(invalid="ignore"):
       expected = call(nxp, x)
     assert out.dtype == getattr(xp, expected.dtype.name)  # The array's dtype, as NumPy's.
@@ -103,8 +133,15 @@ def test_indices_of_any_integer_dtype(mode, index_dtype):
   ]
   if mode == "eager":  # A repeated shape depends on the data: eager only.
     cases.append((lambda ns, a, r: ns.repeat(a, r, axis=0), (x, repeats)))
-  for fn, args in cases:
-    out = _modes(lambda *t, fn=fn: fn(xp, *t))[mode](*map(torch.from_numpy, args))
+  if mode == "compile":  # Both cases in one graph: one compilation per index dtype.
+    def both(*flat):
+      return [fn(xp, *flat[2 * k:2 * k + 2]) for k, (fn, _) in enumerate(cases)]
+    outs = _modes(both)[mode](*(torch.from_numpy(a) for _, args in cases for a in args))
+  else:
+    outs = [_modes(lambda *t, fn=fn: fn(xp, *t))[mode](*map(torch.from_numpy, args))
+            for fn, args in cases]
+  assert len(outs) == len(cases)
+  for (fn, args), out in zip(cases, outs):
     np.testing.assert_array_equal(out.numpy(), fn(nxp, *args))
 
 
@@ -123,15 +160,21 @@ def test_remainder_zero_has_the_divisor_sign(mode):
 def test_squeeze_asarray_and_fractional_correction(mode):
   x = np.random.default_rng(0).standard_normal((1, 3, 1))
   t = torch.from_numpy(x)
-  out = _modes(lambda a: xp.squeeze(a, axis=(0, -1)))[mode](t)
-  np.testing.assert_array_equal(out.numpy(), np.squeeze(x, axis=(0, -1)))
-  out = _modes(lambda a: xp.asarray([[a[0, 0, 0], a[0, 1, 0]]], dtype=xp.float32))[mode](t)
-  np.testing.assert_allclose(out.numpy(), [[x[0, 0, 0], x[0, 1, 0]]], rtol=1e-6)
-  for correction in (0.5, 1):
-    for name in ("var", "std"):
-      out = _modes(lambda a, n=name, c=correction: getattr(xp, n)(a, axis=1, correction=c))
-      np.testing.assert_allclose(out[mode](t).numpy(),
-                                 getattr(np, name)(x, axis=1, ddof=correction), rtol=1e-12)
+  moments = [(name, correction) for correction in (0.5, 1) for name in ("var", "std")]
+  calls = [lambda a: xp.squeeze(a, axis=(0, -1)),
+           lambda a: xp.asarray([[a[0, 0, 0], a[0, 1, 0]]], dtype=xp.float32)] + [
+               lambda a, n=name, c=correction: getattr(xp, n)(a, axis=1, correction=c)
+               for name, correction in moments]
+  if mode == "compile":  # Every call in one graph: one compilation.
+    squeezed, listed, *by_moment = _modes(lambda a: [f(a) for f in calls])[mode](t)
+  else:
+    squeezed, listed, *by_moment = [_modes(f)[mode](t) for f in calls]
+  np.testing.assert_array_equal(squeezed.numpy(), np.squeeze(x, axis=(0, -1)))
+  np.testing.assert_allclose(listed.numpy(), [[x[0, 0, 0], x[0, 1, 0]]], rtol=1e-6)
+  assert len(by_moment) == len(moments)
+  for (name, correction), out in zip(moments, by_moment):
+    np.testing.assert_allclose(out.numpy(), getattr(np, name)(x, axis=1, ddof=correction),
+                               rtol=1e-12)
   assert xp.var(t, axis=(), correction=0.5).shape == t.shape  # No axis reduced.
   with pytest.raises(ValueError, match="equal to 1"):
     xp.squeeze(t, axis=1)
@@ -204,10 +247,19 @@ def test_matmul_of_one_dtype_and_of_mixed_dtypes(mode):
   """One dtype goes to torch.matmul directly; mixed dtypes promote by the standard's table
   (float32 with float64 is float64; torch.matmul alone raises)."""
   x, y = np.arange(6.0).reshape(2, 3) - 2.5, np.arange(12.0).reshape(3, 4) / 7
-  for dx, dy in (("float32", "float32"), ("float64", "float64"), ("float32", "float64"),
-                 ("float64", "float32"), ("int32", "int32"), ("int32", "int64")):
-    a, b = x.astype(dx), y.astype(dy) if dy.startswith("float") else (y * 7).astype(dy)
-    out = _modes(xp.matmul)[mode](torch.from_numpy(a), torch.from_numpy(b))
+  pairs = [(x.astype(dx), y.astype(dy) if dy.startswith("float") else (y * 7).astype(dy))
+           for dx, dy in (("float32", "float32"), ("float64", "float64"),
+                          ("float32", "float64"), ("float64", "float32"), ("int32", "int32"),
+                          ("int32", "int64"))]
+  tensors = [torch.from_numpy(v) for pair in pairs for v in pair]
+  if mode == "compile":  # Every pair in one graph: one compilation.
+    outs = _modes(lambda *t: [xp.matmul(a, b) for a, b in zip(t[::2], t[1::2])])[mode](
+        *tensors)
+  else:
+    outs = [_modes(xp.matmul)[mode](a, b) for a, b in zip(tensors[::2], tensors[1::2])]
+  assert len(outs) == len(pairs)
+  for (a, b), out in zip(pairs, outs):
+    dx, dy = a.dtype.name, b.dtype.name
     expected = nxp.matmul(a, b)
     assert out.dtype == getattr(torch, expected.dtype.name), (dx, dy)
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)

@@ -45,8 +45,19 @@ def test_each_diagnosis_names_the_variant(mistaken_default):
     assert row.variant in row.diagnosis.message, (row.variant, row.diagnosis.message)
 
 
+# The modes the backends run variant rows in by default: eager and each one's first compiled
+# mode. The transformation modes (vmap, scan, vectorized_map, ...) run none, so the check
+# below leaves them out.
+VARIANT_MODES = {"jax": ("eager", "jit"), "tensorflow": ("eager", "graph"),
+                 "torch": ("eager", "compile")}
+
+
 def test_the_correct_versions_are_green_in_every_default_backend():
-  report = cg.cross_check(_ops(1), dtypes=["float64"])  # The variants' dtype.
+  report = cg.cross_check(_ops(1), dtypes=["float64"],  # The variants' dtype and modes.
+                          modes=sorted({m for ms in VARIANT_MODES.values() for m in ms}))
   assert report.ok, "\n".join(map(str, report.failures))
   assert {r.backend for r in report.rows if r.check == "variant"} >= {
       "numpy", "jax", "tensorflow", "torch"}
+  assert {(r.backend, r.mode) for r in report.rows
+          if r.check == "variant" and r.backend != "numpy"} == {
+              (b, m) for b, ms in VARIANT_MODES.items() for m in ms}
