@@ -105,6 +105,7 @@ def test_torch_compile_of_torch_func_drops_the_custom_backward():
   diagnosed = causes.diagnose(report, [cg.get("leaky_relu")]).failures
   assert {(r.mode, r.diagnosis.kind) for r in diagnosed} == {("compiled_vmap",
                                                               "rule_not_used")}
+  assert "pytorch#193279" in diagnosed[0].diagnosis.message
 
 
 def _jax_leaky(bypass: bool):

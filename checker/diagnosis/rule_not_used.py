@@ -11,6 +11,12 @@ from crossgrad.checker.report import Check, Row
 from crossgrad.registry.opdef import OpDef
 
 NOT_USED = "the custom backward is not used in"
+# (backend, mode) where the framework itself drops every custom rule: why, and what to do.
+KNOWN_DROPS = {
+    ("torch", "compiled_vmap"): (
+        "Dynamo traces an autograd.Function inside a torch.func transform as plain code and "
+        "drops its backward (pytorch#193279; torch 2.13 does). Keep torch.func transforms "
+        "of this op out of torch.compile: the eager vmap rows call the rule")}
 
 
 def diagnose(row: Row, op: OpDef | None = None) -> Diagnosis | None:
@@ -24,9 +30,10 @@ def diagnose(row: Row, op: OpDef | None = None) -> Diagnosis | None:
                      values={"error": row.error, "tolerance": row.tolerance}, cause=cause)
   what = ("the op's backward" if row.impl == "emitted"
           else f"the kernel {row.impl!r}'s own rule")
+  fix = KNOWN_DROPS.get((row.backend, row.mode), (
+      "Call the custom-gradient function as the framework applies its rule in this mode "
+      "(positional arguments, no tracing through it), or declare the mode unsupported"))
   return Diagnosis(
       Kind.RULE_NOT_USED, f"{row.backend} {row.mode} does not call {what}: it differentiates "
-      "the forward instead (the cotangents stay the same when the rule is scaled by 2). "
-      "Call the custom-gradient function as the framework applies its rule in this mode "
-      "(positional arguments, no tracing through it), or declare the mode unsupported",
+      f"the forward instead (the cotangents stay the same when the rule is scaled by 2). {fix}",
       values={"mode": row.mode, "impl": row.impl}, cause=cause)
