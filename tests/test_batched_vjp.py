@@ -36,7 +36,7 @@ def test_built_in_ops_are_green(backend):
                           modes=["batched_vjp"], **_FAST)
   assert report.ok, report.table(failures_only=True)
   assert {(r.mode, r.check) for r in report.rows if r.backend == backend} == {
-      ("batched_vjp", "forward"), ("batched_vjp", "vjp")}
+      ("batched_vjp", "forward"), ("batched_vjp", "vjp"), ("batched_vjp", "custom_rule")}
 
 
 def _torch_kernel(wrong):
