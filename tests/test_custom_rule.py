@@ -12,6 +12,7 @@ import torch
 
 import crossgrad as cg
 from crossgrad.backends.common import base
+from crossgrad.checker import round_trips
 from crossgrad.checker.diagnosis import causes
 from crossgrad.checker.rows import custom_rule
 from crossgrad.registry import kernels
@@ -106,6 +107,16 @@ def test_torch_compile_of_torch_func_drops_the_custom_backward():
   assert {(r.mode, r.diagnosis.kind) for r in diagnosed} == {("compiled_vmap",
                                                               "rule_not_used")}
   assert "pytorch#193279" in diagnosed[0].diagnosis.message
+
+
+@pytest.mark.parametrize("backend", ["jax", "tensorflow"])
+def test_export_round_trips_keep_the_custom_backward(backend):
+  exports = list(round_trips.capabilities(base.load(backend)).EXTRA_MODES)
+  report = _check(["leaky_relu"], [backend], modes=exports)
+  assert report.ok, report.table(failures_only=True)
+  rows = _custom_rows(report, params="alpha=0.2")
+  assert sorted(r.mode for r in rows) == sorted(exports)
+  assert all("the custom backward is used" in r.note for r in rows)
 
 
 def _jax_leaky(bypass: bool):

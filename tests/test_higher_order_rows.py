@@ -76,7 +76,7 @@ def test_export_modes_run_only_when_named():
   assert named.ok
   assert {(r.backend, r.mode, r.check) for r in named.rows if r.backend != "numpy"} == {
       ("jax", "export", c) for c in ("forward", "vjp", "round_trip", "skipped",
-                                     "second_order")}
+                                     "second_order", "custom_rule")}
 
 
 def test_large_exact_ops_get_second_order_in_full():

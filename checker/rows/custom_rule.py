@@ -1,5 +1,5 @@
-"""The ``custom_rule`` rows: each execution mode (`Scope.MODE`) and each transformation
-mode (`Scope.DEVICE`) uses the op's custom backward (a kernel's own rule), not the
+"""The ``custom_rule`` rows: each execution and export mode (`Scope.MODE`) and each
+transformation mode (`Scope.DEVICE`) uses the op's custom backward (a kernel's own rule), not the
 framework's derivative of the forward.
 
 The mode runs a sentinel once more: the op with its backward returning every cotangent
@@ -8,9 +8,9 @@ cache hands back the original; for a kernel, the kernel with its rule scaled lik
 backend's ``scaled_kernel``). Where the mode uses the rule, the sentinel's cotangents are
 twice the mode's own; where it differentiates the forward instead (Dynamo under
 `torch.func.grad`, `tf.custom_gradient` called with keyword arguments) they are the same,
-and the row fails. Every execution and transformation mode of the backend, the first
-device, one dtype (the ``variant`` rows': float64 where the check has it); export modes
-and higher-order rules are not covered.
+and the row fails. Every execution, export and transformation mode the check runs, the
+first device, one dtype (the ``variant`` rows': float64 where the check has it);
+higher-order rules are not covered.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def sentinel(op: OpDef) -> OpDef:
 
 def _runs_here(run: setting.ModeRun) -> bool:
   context = run.context
-  if context.dtype != run.settings.variant_dtype or context.mode not in run.module.MODES:
+  if context.dtype != run.settings.variant_dtype:
     return False
   first = run.first.get(context.mode)
   return _reaches(run.module) and (first is None or first[0] == context.device)
