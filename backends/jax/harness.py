@@ -182,7 +182,7 @@ def evaluate_transformed(op: OpDef, params: dict, inputs: Sequence[np.ndarray],
 
 def scaled_kernel(fn: Callable[..., Any], factor: float) -> Callable[..., Any] | None:
   """``fn`` (a kernel) with its `jax.custom_vjp` or `jax.custom_jvp` rule giving ``factor``
-  times its cotangents (tangents), where ``fn`` is one or its closure holds one
+  times its cotangents (tangents), where ``fn`` is one or its closure or globals hold one
   (`scaled_rules`); None where it reaches none."""
   return scaled_rules.scaled_kernel(fn, _is_rule, lambda rule: _scaled_rule(rule, factor))
 

@@ -187,8 +187,8 @@ def precision_scope(arrays: Sequence[Any], float32: str | None = None):
 
 def scaled_kernel(fn: Callable[..., Any], factor: float) -> Callable[..., Any] | None:
   """``fn`` (a kernel) with its `tf.custom_gradient` function giving ``factor`` times its
-  cotangents, where ``fn`` is one or its closure holds one (`scaled_rules`); None where it
-  reaches none. The copy is called as the original is (a call with keyword arguments only
+  cotangents, where ``fn`` is one or its closure or globals hold one (`scaled_rules`); None
+  where it reaches none. The copy is called as the original is (a call with keyword arguments only
   bypasses the rule in both)."""
   return scaled_rules.scaled_kernel(fn, _is_rule, lambda rule: _scaled_rule(rule, factor))
 

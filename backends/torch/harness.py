@@ -240,8 +240,8 @@ def precision_scope(arrays: Sequence[Any], float32: str | None = None):
 def scaled_kernel(fn: Callable[..., Any], factor: float) -> Callable[..., Any] | None:
   """``fn`` (a kernel) with its `torch.autograd.Function` giving ``factor`` times its
   cotangents (and, where it has a ``jvp``, tangents), where ``fn`` is its ``apply`` or its
-  closure holds the Function or its ``apply`` (`scaled_rules`); None where it reaches
-  none."""
+  closure or globals hold the Function or its ``apply`` (`scaled_rules`); None where it
+  reaches none."""
   return scaled_rules.scaled_kernel(fn, _is_rule, lambda rule: _scaled_rule(rule, factor))
 
 

@@ -96,13 +96,19 @@ def transform_rows(run: setting.DeviceRun) -> list[Row]:
           for t in chosen]
 
 
+def _kernel() -> str | None:
+  """The kernel being checked (`base.current_implementation`); None for the emitted op."""
+  impl = base.current_implementation()
+  return None if impl in (None, kernels.EMITTED) else impl
+
+
 def _sentinel_results(target: setting.Target, context: RowContext, module, evaluate):
   """``evaluate(sentinel)``: the op's sentinel, or the current kernel with its rule scaled
   run as the sentinel's kernel; a row instead where there are none (``skipped`` where the
   rule is out of reach, failing where the sentinel raised)."""
-  impl = base.current_implementation()
+  impl = _kernel()
   op = sentinel(target.op)
-  if impl in (None, kernels.EMITTED):
+  if impl is None:
     try:
       return evaluate(op)
     except Exception as e:  # pylint: disable=broad-except
@@ -157,8 +163,8 @@ def _verdict(context: RowContext, got, own, target: setting.Target, seconds: flo
   unscaled = [names[i] for i in present if _nonzero(own[i]) and compare.compare(
       [got[i]], [own[i]], [names[i]], tolerance, whole_vector=True).ok]
   if unscaled:
-    impl = base.current_implementation()
-    whose = "" if impl in (None, kernels.EMITTED) else f" (kernel {impl!r}'s rule)"
+    impl = _kernel()
+    whose = "" if impl is None else f" (kernel {impl!r}'s rule)"
     note = (f"the custom backward is not used in {context.mode}{whose}: scaled by 2, "
             f"{', '.join(unscaled)} came out unscaled: {context.backend} differentiates the "
             "forward (or another rule) instead in this mode, so a surrogate or a fixed-up "
